@@ -13,8 +13,8 @@ import pytest
 
 import tfs
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-IGNORE_MARK = "# NBVAL_IGNORE_OUTPUT"
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
 def load(path):
@@ -73,7 +73,8 @@ def test_setup_and_parameters_cells(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_stored_outputs_come_from_one_clean_run(path):
-    counts = [cell.get("execution_count") for cell in code_cells(load(path)) if source(cell).strip()]
+    cells = [cell for cell in code_cells(load(path)) if source(cell).strip()]
+    counts = [cell.get("execution_count") for cell in cells]
     assert None not in counts, "every code cell is executed"
     assert counts == list(range(1, len(counts) + 1)), "cells ran once each, top to bottom"
 

@@ -14,7 +14,6 @@ Functions return the matplotlib Figure (or a `Table`); none calls `plt.show()`.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Mapping, Sequence
 
 import matplotlib as mpl
@@ -162,7 +161,8 @@ def table(df, float_format: str | None = None, index: bool = False) -> Table:
 
 def _as_rows(rows, what: str) -> list[list]:
     if isinstance(rows, str) or not isinstance(rows, Sequence):
-        raise TypeError(f"{what} must be a list of rows (a list of lists), got {type(rows).__name__}")
+        kind = type(rows).__name__
+        raise TypeError(f"{what} must be a list of rows (a list of lists), got {kind}")
     out = []
     for row in rows:
         if isinstance(row, str) or not isinstance(row, Sequence | np.ndarray):
@@ -206,7 +206,9 @@ def token_chips(
     if strong is None:
         is_strong = [[True] * len(row) for row in rows]
     elif callable(strong):
-        is_strong = [[bool(strong(i, j, tok)) for j, tok in enumerate(row)] for i, row in enumerate(rows)]
+        is_strong = [
+            [bool(strong(i, j, tok)) for j, tok in enumerate(row)] for i, row in enumerate(rows)
+        ]
     else:
         is_strong = _as_rows(strong, "strong")
         if [len(r) for r in is_strong] != [len(r) for r in rows]:
@@ -305,8 +307,10 @@ def heatmap(
         fig, ax = plt.subplots(figsize=(width, height))
     else:
         fig = ax.figure
-    colormap = (cmap if cmap is not None else role_cmap(_check_role(role))).copy()
-    colormap.set_bad(COLORS["grid"])
+    colormap = cmap if cmap is not None else role_cmap(_check_role(role))
+    if isinstance(colormap, str):
+        colormap = mpl.colormaps[colormap]
+    colormap = colormap.with_extremes(bad=COLORS["grid"])  # masked cells: the grid colour
     image = ax.imshow(shown, cmap=colormap, vmin=vmin, vmax=vmax, aspect="auto",
                       interpolation="nearest")
     ax.grid(False)
