@@ -32,7 +32,7 @@ course: $(STAMP)
 	$(BIN)/python scripts/run_course.py $(if $(LESSON),--lesson $(LESSON)) $(foreach p,$(PARAMS),-p $(p))
 
 lint: $(STAMP)
-	$(BIN)/ruff check tfs tests notebooks scripts benchmarks
+	$(BIN)/ruff check $(wildcard tfs tests notebooks scripts benchmarks)
 
 test: $(STAMP) lint
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest tests notebooks \
