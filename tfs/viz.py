@@ -402,3 +402,524 @@ def _to_numpy(x):
     if hasattr(x, "detach"):  # a torch tensor
         return x.detach().cpu().numpy()
     return np.asarray(x)
+
+
+# --- Diagrams: encode-then-decode and the Transformer from a bird's-eye view ----------------
+#
+# Both diagrams are drawn on one axes that spans the whole figure, in inches
+# (x from 0 to the figure's width, y from 0 to its height), so text keeps its size
+# whatever the number of tokens or layers.
+
+#: The parts of `architecture()` that `highlight=` accepts.
+ARCHITECTURE_PARTS = (
+    "embedding",
+    "positions",
+    "encoder",
+    "decoder",
+    "self_attention",
+    "masked_attention",
+    "cross_attention",
+    "ffn",
+    "norm",
+    "memory",
+    "output",
+)
+ARCHITECTURE_KINDS = ("encoder-decoder", "decoder-only", "encoder-only")
+
+
+def _canvas(width: float, height: float) -> tuple[Figure, plt.Axes]:
+    fig = plt.figure(figsize=(width, height))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, width)
+    ax.set_ylim(0, height)
+    ax.axis("off")
+    return fig, ax
+
+
+def _block(ax, x, y, w, h, text, color, strong=True, fontsize=9.0, gid=None, fill=0.85,
+           rounding=0.07, text_color=None, bold=False):
+    """A rounded box centred at (x, y), filled with `color` (or a pale tint when not strong)."""
+    patch = FancyBboxPatch(
+        (x - w / 2, y - h / 2), w, h,
+        boxstyle=f"round,pad=0,rounding_size={rounding}",
+        facecolor=tint(color, fill if strong else 0.08),
+        edgecolor=color if strong else tint(color, 0.35),
+        linewidth=1.1 if strong else 0.8,
+        zorder=3,
+    )
+    if gid:
+        patch.set_gid(gid)
+    ax.add_patch(patch)
+    if text:
+        if text_color is None:
+            text_color = COLORS["paper"] if strong and fill > 0.6 else COLORS["ink"]
+        if not strong:
+            text_color = COLORS["muted"]
+        ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, color=text_color,
+                fontweight="bold" if bold else "normal", zorder=4)
+    return patch
+
+
+def _arrow(ax, start, end, color=None, width=1.1, style="-|>", alpha=1.0, connection=None,
+           zorder=2, head=7.0):
+    from matplotlib.patches import FancyArrowPatch
+
+    patch = FancyArrowPatch(
+        start, end, arrowstyle=style, mutation_scale=head, color=color or COLORS["ink"],
+        linewidth=width, alpha=alpha, connectionstyle=connection or "arc3", zorder=zorder,
+        shrinkA=0, shrinkB=0,
+    )
+    ax.add_patch(patch)
+    return patch
+
+
+def _check_tokens(tokens, what: str) -> list[str]:
+    if isinstance(tokens, str) or not isinstance(tokens, Sequence | np.ndarray):
+        raise TypeError(f"{what} must be a list of token strings, got {type(tokens).__name__}")
+    tokens = list(tokens)
+    if not tokens:
+        raise ValueError(f"{what} needs at least one token")
+    for token in tokens:
+        if not isinstance(token, str) or not token:
+            raise TypeError(f"each token of {what} must be a non-empty string, got {token!r}")
+    if len(tokens) > 16:
+        raise ValueError(f"{what} has {len(tokens)} tokens; the diagram draws at most 16")
+    return tokens
+
+
+def _check_title(title) -> None:
+    if title is not None and not isinstance(title, str):
+        raise TypeError(f"title must be a string or None, got {type(title).__name__}")
+
+
+def seq2seq_diagram(
+    source: Sequence[str] = ("Я", "видел", "кота", "на", "мате"),
+    target: Sequence[str] = ("I", "saw", "a", "cat", "on", "a", "mat"),
+    variant: str = "bottleneck",
+    focus: int | None = None,
+    weights=None,
+    title: str | None = None,
+) -> Figure:
+    """Encode, then decode: a recurrent encoder–decoder drawn step by step.
+
+    The source tokens (amber) enter the encoder's cells (teal) one at a time;
+    the decoder's cells (rose) start from what the encoder passed on and emit
+    the target tokens one at a time, each step reading the previous target
+    token ("<s>" first).
+
+    variant="bottleneck": the encoder's last state is the only thing the
+        decoder gets, one fixed-size vector whatever the source length.
+    variant="attention":  every encoder state is kept; the decoder step
+        `focus` (default: the middle one) takes a weighted sum of all of them
+        (Bahdanau attention, violet). `weights`, one per source token, are the
+        attention weights drawn (line widths and numbers); by default a peak at
+        the source position in proportion to the step. They are normalised to
+        sum to 1.
+    """
+    source = _check_tokens(source, "source")
+    target = _check_tokens(target, "target")
+    if variant not in ("bottleneck", "attention"):
+        raise ValueError(f"variant must be 'bottleneck' or 'attention', got {variant!r}")
+    _check_title(title)
+    m, n = len(source), len(target)
+    if variant == "bottleneck" and (focus is not None or weights is not None):
+        raise ValueError("focus and weights belong to variant='attention'")
+    if focus is None:
+        focus = n // 2
+    if isinstance(focus, bool) or not isinstance(focus, int | np.integer):
+        raise TypeError(f"focus must be an integer decoder step, got {focus!r}")
+    if not 0 <= focus < n:
+        raise ValueError(f"focus must be a decoder step between 0 and {n - 1}, got {focus}")
+    if weights is None:
+        centre = focus * (m - 1) / max(n - 1, 1)
+        weights = np.exp(-2.0 * (np.arange(m) - centre) ** 2)
+    weights = np.array(_to_numpy(weights), dtype=float).reshape(-1)
+    if weights.shape != (m,):
+        raise ValueError(f"weights needs one value per source token ({m}), got {weights.size}")
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0) or weights.sum() <= 0:
+        raise ValueError("weights must be finite, non-negative and not all zero")
+    weights = weights / weights.sum()
+
+    char_w, size = 0.075, 9.0
+    chip_w = lambda token: max(len(token), 1) * char_w + 0.16  # noqa: E731
+    widest = max(chip_w(t) for t in [*source, *target, "<s>"])
+    step = max(0.78, widest + 0.22)
+    cell = 0.46
+    attention = variant == "attention"
+    gap = 1.15 if not attention else 0.75  # between the encoder's last cell and the decoder
+    x0 = 0.75
+    enc_x = [x0 + k * step for k in range(m)]
+    dec_start = enc_x[-1] + gap + (0.55 if not attention else 0.0)
+    dec_x = [dec_start + t * step for t in range(n)]
+    width = dec_x[-1] + step / 2 + 0.35
+    if title is None:
+        title = ("Encode, then decode: the whole source squeezed into one vector"
+                 if not attention else
+                 "With attention: every decoder step gets its own mix of all encoder states")
+    box_w, box_h = 1.35, 0.42  # the attention box, above and right of the focus step
+    box_x = max(dec_x[focus] + step / 2, box_w / 2 + 0.1)
+    if attention:
+        width = max(width, box_x + box_w / 2 + 1.1)  # room for "c_t = Σ α·s"
+    width = max(width, 0.3 + 0.1 * len(title))  # room for the title
+    y_in, y_cell, y_out = 0.55, 1.35, 2.15
+    y_att = 3.15
+    height = (3.5 if attention else 2.5) + (0.45 if title else 0.0)
+    fig, ax = _canvas(width, height)
+    enc, dec, data, att = COLORS["enc"], COLORS["dec"], COLORS["data"], COLORS["att"]
+
+    def chip(x, y, token, role_color, gid):
+        _block(ax, x, y, chip_w(token), 0.3, token, role_color, fontsize=size, gid=gid,
+               rounding=0.08)
+
+    for k, (x, token) in enumerate(zip(enc_x, source, strict=True)):
+        chip(x, y_in, token, data, "source_token")
+        _arrow(ax, (x, y_in + 0.15), (x, y_cell - cell / 2))
+        _block(ax, x, y_cell, cell, cell, f"s{k + 1}".translate(_SUBSCRIPT), enc, fontsize=size,
+               gid="encoder_cell")
+        if k:
+            _arrow(ax, (enc_x[k - 1] + cell / 2, y_cell), (x - cell / 2, y_cell))
+    inputs = ["<s>", *target[:-1]]
+    for t, (x, token) in enumerate(zip(dec_x, target, strict=True)):
+        chip(x, y_in, inputs[t], data, "decoder_input")
+        _arrow(ax, (x, y_in + 0.15), (x, y_cell - cell / 2))
+        _block(ax, x, y_cell, cell, cell, f"h{t + 1}".translate(_SUBSCRIPT), dec, fontsize=size,
+               gid="decoder_cell")
+        _arrow(ax, (x, y_cell + cell / 2), (x, y_out - 0.15))
+        chip(x, y_out, token, data, "target_token")
+        if t:
+            _arrow(ax, (dec_x[t - 1] + cell / 2, y_cell), (x - cell / 2, y_cell))
+
+    from matplotlib.patches import PathPatch
+    from matplotlib.path import Path as MplPath
+
+    if not attention:  # the whole source as one vector between the two halves
+        vx = (enc_x[-1] + dec_x[0]) / 2
+        squares = 4
+        side = 0.16
+        for i in range(squares):
+            _block(ax, vx, y_cell + (i - (squares - 1) / 2) * side, side, side, "", enc,
+                   gid="bottleneck", rounding=0.02)
+        _arrow(ax, (enc_x[-1] + cell / 2, y_cell), (vx - side / 2 - 0.02, y_cell))
+        _arrow(ax, (vx + side / 2 + 0.02, y_cell), (dec_x[0] - cell / 2, y_cell))
+        ax.text(vx, y_cell + squares * side / 2 + 0.12, "one vector", ha="center", va="bottom",
+                fontsize=8.5, color=enc, fontweight="bold")
+    else:
+        _arrow(ax, (enc_x[-1] + cell / 2, y_cell), (dec_x[0] - cell / 2, y_cell))
+        xf = dec_x[focus]
+        _block(ax, box_x, y_att, box_w, box_h, f"attention, step {focus + 1}", att,
+               fontsize=8.5, gid="attention")
+        largest = weights.max()
+        for k, x in enumerate(enc_x):
+            path_width = 0.4 + 3.2 * weights[k] / largest
+            bezier = MplPath([(x, y_cell + cell / 2), (x, y_att), (box_x - box_w / 2, y_att)],
+                             [MplPath.MOVETO, MplPath.CURVE3, MplPath.CURVE3])
+            line = PathPatch(bezier, facecolor="none", edgecolor=att, linewidth=path_width,
+                             alpha=0.35 + 0.65 * weights[k] / largest, zorder=1)
+            line.set_gid("attention_weight")
+            ax.add_patch(line)
+            if weights[k] >= 0.005:  # the weights that round to 0.00 are left unlabelled
+                ax.text(x + 0.05, y_cell + cell / 2 + 0.08, f"{weights[k]:.2f}", ha="left",
+                        va="bottom", fontsize=7.5, color=att, zorder=4)
+        # the context c_t goes down, between the output chips, into the focus cell
+        x_gap = xf + step / 2
+        _arrow(ax, (box_x, y_att - box_h / 2), (x_gap, y_out + 0.3), color=att, width=1.4,
+               style="-")
+        _arrow(ax, (x_gap, y_out + 0.3), (xf + cell / 2 + 0.02, y_cell + cell / 2 + 0.02),
+               color=att, width=1.4)
+        ax.text(box_x + box_w / 2 + 0.08, y_att, f"c{focus + 1} = Σ α·s".translate(_SUBSCRIPT),
+                ha="left", va="center", fontsize=8.5, color=att)
+    # what each half is
+    for xs, label, color in ((enc_x, "encoder", enc), (dec_x, "decoder", dec)):
+        ax.plot([xs[0] - cell / 2, xs[-1] + cell / 2], [0.3, 0.3], color=color, linewidth=2.0)
+        ax.text((xs[0] + xs[-1]) / 2, 0.22, label, ha="center", va="top", fontsize=9,
+                color=color, fontweight="bold")
+    if title:
+        ax.text(0.12, height - 0.12, title, ha="left", va="top", fontsize=10.5,
+                fontweight="bold", color=COLORS["ink"])
+    return fig
+
+
+_SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def _check_size(value, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{name} must be a positive integer or None, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value}")
+    return int(value)
+
+
+def architecture(
+    n_layers: int | None = 6,
+    highlight: str | Sequence[str] | None = None,
+    kind: str = "encoder-decoder",
+    norm: str = "post",
+    tied: bool = True,
+    d_model: int | None = None,
+    n_heads: int | None = None,
+    d_ff: int | None = None,
+    vocab_size: int | None = None,
+    title: str | None = None,
+) -> Figure:
+    """The Transformer from a bird's-eye view, after Figure 1 of Vaswani et al. (2017).
+
+    Bottom to top: token embeddings (amber) plus positional encodings; a stack
+    of `n_layers` encoder layers (teal frame: self-attention, feed-forward, each
+    with a residual connection and a norm); a stack of `n_layers` decoder layers
+    (rose frame: masked self-attention, cross-attention over the encoder's
+    output, feed-forward); the output projection (with `tied=True` the
+    transposed embedding matrix Eᵀ) and the softmax. Attention is violet.
+
+    n_layers:   the number of layers written next to each stack (None: "N").
+    highlight:  a part name or a list of them, drawn strong while the rest
+                fades: one of ARCHITECTURE_PARTS ("embedding", "positions",
+                "encoder", "decoder", "self_attention", "masked_attention",
+                "cross_attention", "ffn", "norm", "memory", "output").
+    kind:       "encoder-decoder" (the original), "decoder-only" (GPT: no
+                encoder, no cross-attention) or "encoder-only" (BERT).
+    norm:       "post" (the original: Add & Norm after each sub-layer) or
+                "pre" (Norm before each sub-layer, a final Norm on top).
+    d_model, n_heads, d_ff, vocab_size: when given, written on the blocks.
+    """
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Circle
+
+    n_layers = _check_size(n_layers, "n_layers")
+    if kind not in ARCHITECTURE_KINDS:
+        raise ValueError(f"kind must be one of {ARCHITECTURE_KINDS}, got {kind!r}")
+    if norm not in ("post", "pre"):
+        raise ValueError(f"norm must be 'post' or 'pre', got {norm!r}")
+    if not isinstance(tied, bool):
+        raise TypeError(f"tied must be True or False, got {tied!r}")
+    d_model, n_heads = _check_size(d_model, "d_model"), _check_size(n_heads, "n_heads")
+    d_ff, vocab_size = _check_size(d_ff, "d_ff"), _check_size(vocab_size, "vocab_size")
+    _check_title(title)
+    if highlight is None:
+        wanted = None
+    else:
+        parts = [highlight] if isinstance(highlight, str) else highlight
+        if not isinstance(parts, Sequence | set | frozenset | tuple):
+            raise TypeError(f"highlight must be a part name or a list of them, got {highlight!r}")
+        wanted = set()
+        for part in parts:
+            if part not in ARCHITECTURE_PARTS:
+                raise ValueError(f"unknown part {part!r}; choose from {ARCHITECTURE_PARTS}")
+            wanted.add(part)
+        if not wanted:
+            raise ValueError("highlight needs at least one part (or None for no highlight)")
+
+    def strong(part: str, column: str | None = None) -> bool:
+        return wanted is None or part in wanted or (column is not None and column in wanted)
+
+    sized = any(v is not None for v in (d_model, n_heads, d_ff, vocab_size))
+    block_w, block_h = 2.3, (0.48 if sized else 0.4)
+    gap, pad = 0.26, 0.24  # between blocks; inside the frame, above and below the blocks
+    lane = 0.38  # room beside the blocks for the residual connections
+    frame_w = block_w + 2 * lane
+    two_stacks = kind == "encoder-decoder"
+    margin = 1.25  # the "N ×" labels
+    columns = []
+    if kind in ("encoder-decoder", "encoder-only"):
+        columns.append("encoder")
+    if kind in ("encoder-decoder", "decoder-only"):
+        columns.append("decoder")
+    between = 1.1
+    x_of = {}
+    x = margin + frame_w / 2
+    for column in columns:
+        x_of[column] = x
+        x += frame_w + between
+    width = x - between - frame_w / 2 + margin + (0.5 if tied else 0.0)
+    head_column = columns[-1]
+    outer = {"encoder": -1, "decoder": 1} if two_stacks else {columns[0]: -1}
+
+    def num(v):
+        return f"{v:,}"
+
+    def sub(main: str, detail: str | None) -> str:
+        return main if not (sized and detail) else f"{main}\n{detail}"
+
+    heads = f"{n_heads} heads" if n_heads else None
+    if heads and d_model:
+        heads += f" × {d_model // n_heads}" if d_model % n_heads == 0 else f", d_model {d_model}"
+    ffn_detail = (f"{num(d_model)} → {num(d_ff)} → {num(d_model)}"
+                  if d_model and d_ff else (f"d_ff = {num(d_ff)}" if d_ff else None))
+    emb_detail = (f"{num(vocab_size)} × {num(d_model)}" if vocab_size and d_model else
+                  (f"|V| = {num(vocab_size)}" if vocab_size else
+                   (f"d_model = {num(d_model)}" if d_model else None)))
+    out_detail = (f"{num(d_model)} → {num(vocab_size)}" if vocab_size and d_model else
+                  (f"→ {num(vocab_size)}" if vocab_size else None))
+    sublayers = {
+        "encoder": [("self_attention", "Self-attention", "att")],
+        "decoder": [("masked_attention", "Masked self-attention", "att")],
+    }
+    if two_stacks:
+        sublayers["decoder"].append(("cross_attention", "Cross-attention", "att"))
+    for column in columns:
+        sublayers[column].append(("ffn", "Feed-forward", "enc" if column == "encoder" else "dec"))
+
+    # every block of a stack, bottom to top: (part, label, role, height, residual start?)
+    def stack(column):
+        blocks = []
+        for part, label, role in sublayers[column]:
+            detail = heads if role == "att" else ffn_detail
+            if norm == "post":
+                blocks.append(dict(part=part, label=sub(label, detail), role=role, start=True))
+                blocks.append(dict(part="norm", label="Add & Norm", role="muted", end=True))
+            else:
+                blocks.append(dict(part="norm", label="Norm", role="muted", start=True))
+                blocks.append(dict(part=part, label=sub(label, detail), role=role))
+                blocks.append(dict(part="norm", label="+", role="muted", end=True, add=True))
+        return blocks
+
+    stacks = {column: stack(column) for column in columns}
+    y_tokens, y_emb, y_pos = 0.3, 0.95, 1.6
+    frame_bottom = y_pos + 0.45
+    heights = {}
+    for column, blocks in stacks.items():
+        y = frame_bottom + pad
+        for block in blocks:
+            h = 0.3 if block.get("add") else block_h
+            block["y"], block["h"] = y + h / 2, h
+            y += h + gap
+        heights[column] = y - gap + pad
+    frame_top = {column: heights[column] for column in columns}
+    top = max(frame_top.values())
+    y_head = frame_top[head_column] + 0.5
+    head_blocks = []
+    if norm == "pre":
+        head_blocks.append(("norm", "Final Norm", "muted"))
+    out_label = "Linear Eᵀ (tied)" if tied else "Linear W_out"
+    head_blocks += [("output", sub(out_label, out_detail), "data"), ("output", "Softmax", "muted")]
+    if title is None:
+        title = {
+            "encoder-decoder": "The Transformer: an encoder and a decoder, no recurrence",
+            "decoder-only": "A decoder-only Transformer: masked self-attention, no encoder",
+            "encoder-only": "An encoder-only Transformer: self-attention over all tokens",
+        }[kind]
+    width = max(width, 0.3 + 0.1 * len(title))  # room for the title
+    title_h = 0.5 if title else 0.1
+    height = y_head + len(head_blocks) * (block_h + gap) + 0.3 + title_h
+    height = max(height, top + 0.6 + title_h)
+    fig, ax = _canvas(width, height)
+    ink, muted = COLORS["ink"], COLORS["muted"]
+    fontsize = 8.5
+
+    def draw(x, y, w, h, label, role, part, column=None, gid=None):
+        return _block(ax, x, y, w, h, label, COLORS[role], strong=strong(part, column),
+                      fontsize=fontsize, gid=gid or part, fill=0.85 if role != "muted" else 0.55,
+                      text_color=ink if role == "muted" else None)
+
+    for column in columns:
+        xc = x_of[column]
+        color = COLORS["enc" if column == "encoder" else "dec"]
+        side = outer[column]
+        # tokens, embedding, positions
+        token_label = ("tokens" if not two_stacks else
+                       ("source tokens" if column == "encoder" else "target tokens, shifted right"))
+        ax.text(xc, y_tokens, token_label, ha="center", va="center", fontsize=fontsize,
+                color=ink)
+        _arrow(ax, (xc, y_tokens + 0.15), (xc, y_emb - block_h / 2))
+        draw(xc, y_emb, block_w, block_h, sub("Embedding E", emb_detail), "data", "embedding",
+             gid="embedding")
+        _arrow(ax, (xc, y_emb + block_h / 2), (xc, y_pos - 0.15))
+        plus = Circle((xc, y_pos), 0.15, facecolor=COLORS["paper"], zorder=3,
+                                  edgecolor=COLORS["data"] if strong("positions") else
+                                  tint(COLORS["data"], 0.35), linewidth=1.2)
+        plus.set_gid("positions")
+        ax.add_patch(plus)
+        ax.text(xc, y_pos, "+", ha="center", va="center", fontsize=11, zorder=4,
+                color=ink if strong("positions") else muted)
+        pos_x = xc + side * (block_w / 2 + 0.3)
+        draw(pos_x, y_pos, 1.75, 0.34, "Positional encoding", "data", "positions",
+             gid="positions")
+        _arrow(ax, (pos_x - side * 0.875, y_pos), (xc + side * 0.15, y_pos))
+        _arrow(ax, (xc, y_pos + 0.15), (xc, frame_bottom + pad))
+        # the stack of layers
+        frame = FancyBboxPatch(
+            (xc - frame_w / 2, frame_bottom), frame_w, frame_top[column] - frame_bottom,
+            boxstyle="round,pad=0,rounding_size=0.12",
+            facecolor=tint(color, 0.10 if strong(column, column) else 0.03),
+            edgecolor=color if strong(column, column) else tint(color, 0.35),
+            linewidth=1.6, zorder=1,
+        )
+        frame.set_gid(f"{column}_frame")
+        ax.add_patch(frame)
+        layers = "N" if n_layers is None else str(n_layers)
+        label_x = xc + side * (frame_w / 2 + 0.12)
+        ha = "left" if side > 0 else "right"
+        mid = (frame_bottom + frame_top[column]) / 2
+        ax.text(label_x, mid + 0.12, f"{layers} ×", ha=ha, va="bottom", fontsize=15,
+                fontweight="bold", color=color)
+        ax.text(label_x, mid + 0.05, f"{column}\nlayers", ha=ha, va="top", fontsize=fontsize,
+                color=color, fontweight="bold")
+        blocks = stacks[column]
+        start_y = None
+        for i, block in enumerate(blocks):
+            y, h = block["y"], block["h"]
+            if block.get("add"):
+                circle = Circle((xc, y), h / 2, facecolor=COLORS["paper"], zorder=3,
+                                            edgecolor=muted, linewidth=1.1)
+                circle.set_gid("norm")
+                ax.add_patch(circle)
+                ax.text(xc, y, "+", ha="center", va="center", fontsize=11, color=ink, zorder=4)
+            else:
+                draw(xc, y, block_w, h, block["label"], block["role"], block["part"], column)
+            if i + 1 < len(blocks):
+                _arrow(ax, (xc, y + h / 2), (xc, blocks[i + 1]["y"] - blocks[i + 1]["h"] / 2))
+            # residual connections: branch below the sub-layer, rejoin at the add
+            if block.get("start"):
+                start_y = y - h / 2 - gap / 2
+            if block.get("end") and start_y is not None:
+                lane_x = xc + side * (block_w / 2 + lane / 2)
+                edge = h / 2 if block.get("add") else block_w / 2
+                ax.plot([xc, lane_x, lane_x], [start_y, start_y, y], color=muted,
+                        linewidth=1.1, zorder=2, solid_joinstyle="round")
+                _arrow(ax, (lane_x, y), (xc + side * edge, y), color=muted)
+                start_y = None
+        if column == head_column:
+            _arrow(ax, (xc, blocks[-1]["y"] + blocks[-1]["h"] / 2), (xc, y_head - block_h / 2))
+            y = y_head
+            for i, (part, label, role) in enumerate(head_blocks):
+                draw(xc, y, block_w, block_h, label, role, part, gid=part)
+                if label.startswith("Linear"):
+                    y_linear = y
+                nxt = y + block_h + gap
+                _arrow(ax, (xc, y + block_h / 2),
+                       (xc, nxt - block_h / 2 if i + 1 < len(head_blocks) else y + block_h / 2
+                        + gap))
+                y = nxt
+            ax.text(xc, y - gap / 2 + 0.05, "p(token)" if kind == "encoder-only" else
+                    "p(next token)", ha="center", va="bottom",
+                    fontsize=fontsize + 0.5, color=ink)
+            if tied:  # the output projection reuses the embedding matrix
+                tie_x = xc + (frame_w / 2 + 1.05)
+                tie = Line2D(
+                    [xc + block_w / 2, tie_x, tie_x, xc + block_w / 2],
+                    [y_emb, y_emb, y_linear, y_linear], color=COLORS["data"], linewidth=1.1,
+                    linestyle=(0, (4, 3)), zorder=2, alpha=1.0 if strong("output") or
+                    strong("embedding") else 0.4)
+                tie.set_gid("tie")
+                ax.add_line(tie)
+                ax.text(tie_x + 0.07, (y_emb + y_linear) / 2, "same E", rotation=90,
+                        ha="left", va="center", fontsize=fontsize, color=COLORS["data"])
+    # the encoder's output (the memory) goes to every decoder layer's cross-attention
+    if two_stacks:
+        xe, xd = x_of["encoder"], x_of["decoder"]
+        last = stacks["encoder"][-1]
+        cross = next(b for b in stacks["decoder"] if b["part"] == "cross_attention")
+        y_mem = frame_top["encoder"] + 0.3
+        lane_x = (xe + frame_w / 2 + xd - frame_w / 2) / 2
+        color = COLORS["enc"] if strong("memory") else tint(COLORS["enc"], 0.35)
+        ax.plot([xe, xe, lane_x, lane_x], [last["y"] + last["h"] / 2, y_mem, y_mem, cross["y"]],
+                color=color, linewidth=1.6, zorder=2, gid="memory")
+        _arrow(ax, (lane_x, cross["y"]), (xd - block_w / 2, cross["y"]), color=color, width=1.6)
+        ax.text((xe + lane_x) / 2, y_mem + 0.06, "encoder output (memory)", ha="center",
+                va="bottom", fontsize=fontsize, color=color, fontweight="bold")
+    if title:
+        ax.text(0.15, height - 0.15, title, ha="left", va="top", fontsize=11, fontweight="bold",
+                color=ink)
+    return fig
