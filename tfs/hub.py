@@ -1,0 +1,396 @@
+"""Hub files for the lessons: one loading path that works online and offline.
+
+The lessons read a few files from the Hugging Face Hub: four models' `config.json`,
+the size of one weights file, and the course's own tokenizer and sentence pairs.
+The course ships copies of all of them in `data/hub/`, laid out as a Hub cache.
+
+The first time a lesson asks for a file, this module decides where files come from,
+once for the whole process, and prints one line saying which:
+
+- online: the real Hub; downloads go to your usual Hugging Face cache
+  (~/.cache/huggingface), never into `data/hub/`;
+- offline: the shipped copies, when HF_HUB_OFFLINE is set or when the Hub does not
+  answer within PROBE_TIMEOUT_S seconds (so a reader without internet never waits
+  through the client's retries).
+
+The lesson's code is the same in both worlds:
+
+    from tfs.hub import hf_hub_download, file_size
+    path = hf_hub_download("openai-community/gpt2", "config.json")
+    size = file_size("Helsinki-NLP/opus-mt-en-ru", "pytorch_model.bin")
+
+The shipped data is found in TFS_DATA_DIR if set, else in the checkout's `data/`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+DEFAULT_ENDPOINT = "https://huggingface.co"
+#: How long the one reachability check may take, in seconds.
+PROBE_TIMEOUT_S = 2.0
+#: The revision the shipped cache stores every file under (refs/main holds it).
+SHIPPED_REVISION = "0" * 40
+RESTORE = "restore it with `git checkout -- data/` in the course's folder (or clone it again)"
+
+COURSE_TOKENIZER = ("xmarva/tfs-bpe-en-ru-16k", "tokenizer.json")
+COURSE_DATASET = "xmarva/tfs-tatoeba-en-ru"
+SPLITS = ("train", "validation")
+
+#: Every Hub file a lesson asks for, (repo_type, repo_id) -> file names; all are shipped.
+SHIPPED_FILES = {
+    ("model", "openai-community/gpt2"): ("config.json",),
+    ("model", "Helsinki-NLP/opus-mt-en-ru"): ("config.json",),
+    ("model", "unsloth/Meta-Llama-3.1-8B"): ("config.json",),
+    ("model", "deepseek-ai/DeepSeek-V3"): ("config.json",),
+    ("model", COURSE_TOKENIZER[0]): (COURSE_TOKENIZER[1],),
+    ("dataset", COURSE_DATASET): tuple(f"data/{split}.parquet" for split in SPLITS),
+}
+
+SOURCE_LINES = {
+    "online": "Hub files: downloaded from the Hugging Face Hub",
+    "offline": "Hub files: the copies shipped in data/hub (offline: {why})",
+}
+
+
+class HubFileMissing(FileNotFoundError):
+    """A file the lesson asked for is not available: not shipped, or deleted from data/."""
+
+
+class HubFileCorrupt(ValueError):
+    """A file was found but cannot be read (damaged or truncated)."""
+
+
+_source: str | None = None
+
+
+# ---------------------------------------------------------------- where the files come from
+
+
+def data_dir() -> Path:
+    """The folder with the course's shipped data: TFS_DATA_DIR, else the checkout's data/."""
+    if os.environ.get("TFS_DATA_DIR"):
+        return Path(os.environ["TFS_DATA_DIR"])
+    from tfs.env import repo_root  # imported here: tfs.env imports torch
+
+    root = repo_root()
+    if root is None:
+        raise HubFileMissing(
+            "the shipped data is not available: tfs was installed without the course's "
+            "checkout. Clone the course (or set TFS_DATA_DIR to its data/ folder)."
+        )
+    return root / "data"
+
+
+def shipped_cache() -> Path:
+    """The shipped Hub cache, data/hub (read only: nothing is ever written to it)."""
+    return data_dir() / "hub"
+
+
+def endpoint() -> str:
+    """The Hub's address: HF_ENDPOINT, else https://huggingface.co."""
+    return (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
+
+
+def offline_requested() -> bool:
+    """True when HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) is 1, true, yes or on."""
+    return any(
+        os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+        for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
+
+
+def hub_reachable(timeout: float = PROBE_TIMEOUT_S) -> bool:
+    """One HEAD request to the Hub, no retries: True if it answers within `timeout` seconds.
+
+    Any answer below 500 counts (the Hub is up); no answer, a refused connection, a DNS
+    or TLS failure, or a server error count as unreachable. The request runs in a thread,
+    so even a name lookup that hangs cannot make the caller wait longer than `timeout`.
+    """
+    answers = []
+
+    def probe():
+        request = urllib.request.Request(endpoint() + "/", method="HEAD")
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                answers.append(response.status)
+        except urllib.error.HTTPError as error:  # the Hub answered, with an error status
+            answers.append(error.code)
+            error.close()
+        except Exception:  # no network, refused, DNS, TLS, time-out
+            pass
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return bool(answers) and answers[0] < 500
+
+
+def source() -> str:
+    """Where Hub files come from in this process: "online" or "offline".
+
+    Decided once, at the first call, which also prints one line saying so. Offline
+    also means offline for huggingface_hub itself: HF_HUB_OFFLINE is set for the process.
+    """
+    global _source
+    if _source is None:
+        if offline_requested():
+            _source, why = "offline", "HF_HUB_OFFLINE is set"
+        elif hub_reachable():
+            _source, why = "online", ""
+        else:
+            _source, why = "offline", "the Hub cannot be reached"
+        if _source == "offline":
+            _tell_huggingface_hub_offline()
+        print(SOURCE_LINES[_source].format(why=why))
+    return _source
+
+
+def _tell_huggingface_hub_offline() -> None:
+    """Make huggingface_hub offline too, for the rest of the process.
+
+    Otherwise, even when it serves a cached file, it may first try the Hub once
+    (for its user-agent header) and wait for a time-out.
+    """
+    os.environ["HF_HUB_OFFLINE"] = "1"  # read by huggingface_hub when it is imported
+    if "huggingface_hub.constants" in sys.modules:  # already imported: update its setting
+        sys.modules["huggingface_hub.constants"].HF_HUB_OFFLINE = True
+
+
+def reset_source() -> None:
+    """Forget the decision, so the next call decides (and prints) again. For tests."""
+    global _source
+    _source = None
+
+
+def _switch_to_shipped(what: str, error: Exception) -> None:
+    global _source
+    _source = "offline"
+    _tell_huggingface_hub_offline()
+    name = type(error).__name__
+    print(f"Hub files: {what} failed ({name}); using the copies shipped in data/hub")
+
+
+def _network_error(error: Exception) -> bool:
+    """True if `error` means the Hub could not be reached (rather than a wrong request)."""
+    try:
+        from huggingface_hub.errors import LocalEntryNotFoundError, OfflineModeIsEnabled
+    except ImportError:  # huggingface_hub < 0.23
+        from huggingface_hub.utils import LocalEntryNotFoundError, OfflineModeIsEnabled
+    network = (LocalEntryNotFoundError, OfflineModeIsEnabled, ConnectionError, TimeoutError)
+    return isinstance(error, network) or not hub_reachable()
+
+
+# ---------------------------------------------------------------- checks and messages
+
+
+def _check_args(repo_id, filename, repo_type) -> str:
+    for name, value in (("repo_id", repo_id), ("filename", filename)):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a string, got {type(value).__name__}: {value!r}")
+        if not value.strip():
+            raise ValueError(f"{name} must not be empty")
+    if repo_type not in (None, "model", "dataset", "space"):
+        raise ValueError(f"repo_type must be None, 'model', 'dataset' or 'space': {repo_type!r}")
+    return repo_type or "model"
+
+
+def _is_shipped(repo_id: str, filename: str, repo_type: str) -> bool:
+    return filename in SHIPPED_FILES.get((repo_type, repo_id), ())
+
+
+def _shipped_list() -> str:
+    return ", ".join(
+        f"{repo_id}: {name}" + (" (dataset)" if kind == "dataset" else "")
+        for (kind, repo_id), names in SHIPPED_FILES.items()
+        for name in names
+    )
+
+
+def _into_shipped_cache(path) -> bool:
+    """True if `path` lies in the shipped cache (False when there is no shipped data)."""
+    try:
+        Path(path).resolve().relative_to(shipped_cache().resolve())
+    except (ValueError, HubFileMissing):
+        return False
+    return True
+
+
+def _corrupt(path, problem) -> HubFileCorrupt:
+    """The error for a file that exists but cannot be read."""
+    text = str(problem).strip()
+    problem = text.splitlines()[0] if text else type(problem).__name__
+    if _into_shipped_cache(path):
+        return HubFileCorrupt(f"the shipped file {path} is damaged ({problem}); {RESTORE}")
+    return HubFileCorrupt(
+        f"the downloaded file {path} is damaged ({problem}); delete it and run again, "
+        "or call hf_hub_download(..., force_download=True)"
+    )
+
+
+def _check_readable(path: Path) -> None:
+    """Cheap checks that a shipped file is what its name says (JSON, Parquet)."""
+    try:
+        if path.suffix == ".json":
+            json.loads(path.read_text(encoding="utf-8"))
+        elif path.suffix == ".parquet":
+            data = path.read_bytes()
+            if len(data) < 12 or data[:4] != b"PAR1" or data[-4:] != b"PAR1":
+                raise ValueError("not a Parquet file")
+    except (ValueError, UnicodeDecodeError, OSError) as error:
+        raise _corrupt(path, error) from None
+
+
+# ---------------------------------------------------------------- the API lessons use
+
+
+def hf_hub_download(repo_id: str, filename: str, repo_type: str | None = None, **kwargs) -> str:
+    """The local path of a Hub file, like `huggingface_hub.hf_hub_download`.
+
+    Online, the real `hf_hub_download(repo_id, filename, repo_type=..., **kwargs)`: the file
+    is downloaded into your usual cache. Offline (see `source()`), the shipped copy in
+    data/hub; of the keyword arguments only `revision` matters there. If an online
+    download fails because the Hub went away, a shipped copy is used instead.
+    """
+    repo_type = _check_args(repo_id, filename, repo_type)
+    if source() == "online":
+        import huggingface_hub
+        from huggingface_hub import constants
+
+        cache_dir = kwargs.get("cache_dir") or constants.HF_HUB_CACHE
+        if _into_shipped_cache(cache_dir):
+            raise ValueError(
+                f"refusing to download into the shipped cache {cache_dir}: unset HF_HUB_CACHE "
+                "(or pass another cache_dir); data/hub is kept as shipped"
+            )
+        try:
+            return huggingface_hub.hf_hub_download(repo_id, filename, repo_type=repo_type, **kwargs)
+        except Exception as error:
+            if not (_is_shipped(repo_id, filename, repo_type) and _network_error(error)):
+                raise
+            _switch_to_shipped(f"downloading {repo_id}/{filename}", error)
+    return str(_shipped_file(repo_id, filename, repo_type, kwargs.get("revision")))
+
+
+def _shipped_file(repo_id: str, filename: str, repo_type: str, revision=None) -> Path:
+    """The shipped copy of a Hub file, served by the real hf_hub_download from data/hub."""
+    import huggingface_hub
+
+    cache = shipped_cache()
+    if not cache.is_dir():
+        raise HubFileMissing(f"the shipped Hub cache {cache} is missing; {RESTORE}")
+    if not _is_shipped(repo_id, filename, repo_type):
+        raise HubFileMissing(
+            f"{repo_id} ({repo_type}): {filename} is not shipped with the course, so it needs "
+            f"the internet (unset HF_HUB_OFFLINE). Shipped files: {_shipped_list()}"
+        )
+    try:
+        path = huggingface_hub.hf_hub_download(
+            repo_id,
+            filename,
+            repo_type=repo_type,
+            revision=revision,
+            cache_dir=cache,
+            local_files_only=True,
+        )
+    except FileNotFoundError:  # LocalEntryNotFoundError: the shipped copy is gone
+        folder = cache / f"{repo_type}s--{repo_id.replace('/', '--')}"
+        ref = folder / "refs" / "main"
+        missing = ref if not ref.is_file() else folder / "snapshots" / SHIPPED_REVISION / filename
+        raise HubFileMissing(f"the shipped file {missing} is missing; {RESTORE}") from None
+    _check_readable(Path(path))
+    return Path(path)
+
+
+def file_size(repo_id: str, filename: str) -> int:
+    """The size in bytes of a file in a model repository on the Hub.
+
+    Online, from the Hub's file metadata (`HfApi().model_info(repo_id, files_metadata=True)`);
+    offline, the size recorded in data/hub/file_sizes.json. Nothing is downloaded.
+    """
+    _check_args(repo_id, filename, None)
+    if source() == "online":
+        from huggingface_hub import HfApi
+
+        try:
+            info = HfApi().model_info(repo_id, files_metadata=True)
+        except Exception as error:
+            if not (_has_recorded_size(repo_id, filename) and _network_error(error)):
+                raise
+            _switch_to_shipped(f"asking the Hub about {repo_id}", error)
+        else:
+            for sibling in info.siblings or []:
+                if sibling.rfilename == filename and sibling.size is not None:
+                    return int(sibling.size)
+            raise HubFileMissing(f"{repo_id} has no file {filename!r} on the Hub")
+    size = _recorded_sizes().get(repo_id, {}).get(filename)
+    if size is None:
+        raise HubFileMissing(
+            f"no size is recorded for {repo_id}: {filename}, so it needs the internet "
+            f"(unset HF_HUB_OFFLINE). Recorded: {_recorded_sizes()}"
+        )
+    return size
+
+
+def _has_recorded_size(repo_id: str, filename: str) -> bool:
+    try:
+        return filename in _recorded_sizes().get(repo_id, {})
+    except (HubFileMissing, HubFileCorrupt):
+        return False
+
+
+def _recorded_sizes() -> dict:
+    """{repo_id: {filename: bytes}} from data/hub/file_sizes.json."""
+    path = shipped_cache() / "file_sizes.json"
+    if not path.is_file():
+        raise HubFileMissing(f"the shipped file {path} is missing; {RESTORE}")
+    try:
+        sizes = json.loads(path.read_text(encoding="utf-8"))["sizes"]
+        numbers = [n for files in sizes.values() for n in files.values()]
+        if not all(isinstance(n, int) and n > 0 for n in numbers):
+            raise ValueError("sizes must be positive integers")
+    except (ValueError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as error:
+        raise _corrupt(path, error) from None
+    return sizes
+
+
+def course_tokenizer():
+    """The course's BPE tokenizer (English and Russian), a `tokenizers.Tokenizer`.
+
+    From the Hub repository xmarva/tfs-bpe-en-ru-16k online, the shipped one offline.
+    """
+    from tokenizers import Tokenizer
+
+    path = hf_hub_download(*COURSE_TOKENIZER)
+    try:
+        return Tokenizer.from_file(path)
+    except Exception as error:  # the tokenizers library raises a plain Exception
+        raise _corrupt(path, error) from None
+
+
+def course_pairs(split: str = "validation"):
+    """The course's English–Russian sentence pairs: a pandas DataFrame with columns en, ru.
+
+    `split` is "train" or "validation". From the Hub dataset xmarva/tfs-tatoeba-en-ru
+    online, the shipped corpus offline (print its size rather than assuming it).
+    """
+    if not isinstance(split, str):
+        raise TypeError(f"split must be a string, got {type(split).__name__}: {split!r}")
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    import pandas as pd
+
+    path = hf_hub_download(COURSE_DATASET, f"data/{split}.parquet", repo_type="dataset")
+    try:
+        pairs = pd.read_parquet(path)
+    except Exception as error:  # pyarrow's errors are not for the reader
+        raise _corrupt(path, error) from None
+    if not {"en", "ru"} <= set(pairs.columns):
+        raise _corrupt(path, f"columns en and ru expected, found {list(pairs.columns)}")
+    return pairs[["en", "ru"]].reset_index(drop=True)
