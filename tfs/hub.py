@@ -239,10 +239,12 @@ def _check_readable(path: Path) -> None:
     try:
         if path.suffix == ".json":
             json.loads(path.read_text(encoding="utf-8"))
-        elif path.suffix == ".parquet":
-            data = path.read_bytes()
-            if len(data) < 12 or data[:4] != b"PAR1" or data[-4:] != b"PAR1":
-                raise ValueError("not a Parquet file")
+        elif path.suffix == ".parquet":  # starts and ends with the magic bytes PAR1
+            with open(path, "rb") as file:
+                head = file.read(4)
+                file.seek(max(path.stat().st_size - 4, 0))
+                if path.stat().st_size < 12 or head != b"PAR1" or file.read(4) != b"PAR1":
+                    raise ValueError("not a Parquet file")
     except (ValueError, UnicodeDecodeError, OSError) as error:
         raise _corrupt(path, error) from None
 
@@ -285,6 +287,8 @@ def _shipped_file(repo_id: str, filename: str, repo_type: str, revision=None) ->
     cache = shipped_cache()
     if not cache.is_dir():
         raise HubFileMissing(f"the shipped Hub cache {cache} is missing; {RESTORE}")
+    if revision not in (None, "main", SHIPPED_REVISION):
+        raise HubFileMissing(f"only the main revision is shipped, not {revision!r}")
     if not _is_shipped(repo_id, filename, repo_type):
         raise HubFileMissing(
             f"{repo_id} ({repo_type}): {filename} is not shipped with the course, so it needs "
