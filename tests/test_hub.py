@@ -112,21 +112,6 @@ def snapshot_path(cache, repo_type, repo_id, filename):
     return folder / "snapshots" / hub.SHIPPED_REVISION / filename
 
 
-def on_disk(cache, repo_type, repo_id, filename):
-    return snapshot_path(cache, repo_type, repo_id, filename).is_file()
-
-
-def put(cache, repo_type, repo_id, filename, data):
-    """Store `data` in a Hub cache folder the way data/hub stores its files."""
-    folder = cache / f"{repo_type}s--{repo_id.replace('/', '--')}"
-    (folder / "refs").mkdir(parents=True, exist_ok=True)
-    (folder / "refs" / "main").write_text(hub.SHIPPED_REVISION)
-    path = folder / "snapshots" / hub.SHIPPED_REVISION / filename
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-    return path
-
-
 @pytest.fixture
 def offline(monkeypatch):
     """HF_HUB_OFFLINE=1, the real data/, and a fresh decision of the source."""
@@ -140,20 +125,9 @@ def offline(monkeypatch):
 
 @pytest.fixture
 def data_copy(offline, tmp_path):
-    """A copy of data/hub in a temporary folder (TFS_DATA_DIR), free to damage.
-
-    The course's own tokenizer and pairs are added as small stand-ins where the
-    checkout does not ship them yet.
-    """
+    """A copy of data/hub in a temporary folder (TFS_DATA_DIR), free to damage."""
     copy = tmp_path / "data"
     shutil.copytree(DATA / "hub", copy / "hub")
-    if not on_disk(copy / "hub", "model", *hub.COURSE_TOKENIZER):
-        put(copy / "hub", "model", *hub.COURSE_TOKENIZER, tiny_tokenizer().to_str().encode())
-    for split in hub.SPLITS:
-        name = f"data/{split}.parquet"
-        if not on_disk(copy / "hub", "dataset", hub.COURSE_DATASET, name):
-            frame = pd.DataFrame({"en": ["I see the cat."], "ru": ["Я вижу кошку."]})
-            put(copy / "hub", "dataset", hub.COURSE_DATASET, name, parquet_bytes(frame))
     offline.setenv("TFS_DATA_DIR", str(copy))
     return copy
 
@@ -206,19 +180,20 @@ def test_offline_file_size_is_the_recorded_one(offline):
 def test_course_data_offline_is_the_shipped_corpus(offline):
     pairs = hub.course_pairs("validation")
     assert list(pairs.columns) == ["en", "ru"] and len(pairs) >= 200
+    assert pairs.index.tolist() == list(range(len(pairs)))
     assert len(hub.course_pairs("train")) > len(pairs)
     tokenizer = hub.course_tokenizer()
     assert tokenizer.token_to_id("<pad>") == 0
     assert all(tokenizer.token_to_id(t) is not None for t in ("<bos>", "<eos>", "<unk>"))
+    for sentence in (pairs.en[0], pairs.ru[0]):
+        assert tokenizer.decode(tokenizer.encode(sentence).ids) == sentence
 
 
-def test_course_data_is_read_through_the_same_path(data_copy):
-    pairs = hub.course_pairs()
-    assert list(pairs.columns) == ["en", "ru"] and len(pairs) > 0
-    assert pairs.index.tolist() == list(range(len(pairs)))
-    tokenizer = hub.course_tokenizer()
-    assert tokenizer.token_to_id("<pad>") == 0
-    assert tokenizer.decode(tokenizer.encode(pairs.en[0]).ids)
+def test_tfs_data_dir_says_where_the_shipped_data_is(data_copy):
+    path = Path(hub.hf_hub_download(*hub.COURSE_TOKENIZER))
+    assert path.is_relative_to(data_copy / "hub")
+    assert hub.course_pairs().equals(pd.read_parquet(snapshot_path(
+        data_copy / "hub", "dataset", hub.COURSE_DATASET, "data/validation.parquet")))
 
 
 def test_the_source_line_is_printed_once(offline, capsys):
