@@ -1,0 +1,388 @@
+"""The course's Transformer: the encoder-decoder of Vaswani et al. (2017), built by hand.
+
+This is the model that lesson 02 builds (section 10) and lesson 03 trains, written once so
+that every later lesson loads the same weights into the same code. The names of the
+attributes are those of the lesson, so `load_state_dict` moves weights between the two.
+
+Conventions
+-----------
+- Shapes: B sentences, T positions, h heads, d_k = d_model / h entries per head, |V| tokens.
+- Masks are additive: 0 where looking is allowed, -inf where it is forbidden. They are added
+  to the attention scores (B, h, T_q, T_k) and broadcast to them: `padding_mask` is
+  (B, 1, 1, T_k), `causal_mask` is (1, 1, T, T).
+- Post-LN, as in the 2017 paper: x = LayerNorm(x + Dropout(Sublayer(x))).
+- One embedding matrix E (|V|, d_model) is the source embedding, the target embedding and
+  the output layer (scores = x @ E^T).
+- Attention weights: by default attention runs through `F.scaled_dot_product_attention`,
+  which never materialises the weights. Set `keep_weights = True` on a `MultiHeadAttention`
+  (or call `model.keep_attention_weights()` for all of them) and every call keeps its
+  weights, (B, h, T_q, T_k), in `.weights` for plotting; otherwise `.weights` is None.
+- Generating one token at a time, `Transformer.decode` takes a `cache` (a
+  `tfs.decoding.KVCache`): the decoder then reads the keys and values it computed at earlier
+  steps instead of recomputing them (see tfs.decoding).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+ID_DTYPES = (torch.long, torch.int32)  # the integer types nn.Embedding accepts
+
+
+# ---------------------------------------------------------------------------------------------
+# checks of the arguments: a learner's usual mistakes get an error that names them
+
+
+def _check_int(value, name, minimum=1):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}: {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return int(value)
+
+
+def _check_heads(d_model, n_heads):
+    d_model = _check_int(d_model, "d_model")
+    n_heads = _check_int(n_heads, "n_heads")
+    if d_model % n_heads != 0:
+        raise ValueError(
+            f"d_model must be divisible by n_heads (each head gets d_model / n_heads entries), "
+            f"got d_model={d_model}, n_heads={n_heads}"
+        )
+    return d_model, n_heads
+
+
+def _check_dropout(dropout):
+    if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real):
+        raise TypeError(f"dropout must be a number in [0, 1), got {dropout!r}")
+    if not 0 <= dropout < 1:
+        raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+    return float(dropout)
+
+
+# ---------------------------------------------------------------------------------------------
+# the building blocks (lesson 02, sections 4-9)
+
+
+def attention(q, k, v, mask=None):
+    """softmax(q k^T / sqrt(d_k) + mask) v, written out: returns (output, weights).
+
+    q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v); mask broadcastable to
+    (..., T_q, T_k). Output (..., T_q, d_v), weights (..., T_q, T_k), each row summing to 1.
+    """
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k): every pair at once
+    if mask is not None:
+        scores = scores + mask  # -inf where looking is forbidden
+    weights = scores.softmax(dim=-1)
+    return weights @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)
+
+
+def padding_mask(ids, pad_id):
+    """Additive mask (B, 1, 1, T): -inf at the <pad> positions of `ids` (B, T), else 0."""
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
+        raise ValueError(f"padding_mask() needs token ids of shape (B, T), got {_describe(ids)}")
+    mask = torch.zeros(ids.shape, device=ids.device).masked_fill_(ids == pad_id, float("-inf"))
+    return mask[:, None, None, :]  # (B, 1, 1, T): the same for every head and every query
+
+
+def causal_mask(length, device=None):
+    """Additive mask (1, 1, T, T): row t may look at columns 0..t, -inf above the diagonal."""
+    length = _check_int(length, "length")
+    upper = torch.full((length, length), float("-inf"), device=device).triu(diagonal=1)
+    return upper[None, None, :, :]  # (1, 1, T, T): the same for every sentence and head
+
+
+def positional_encoding(max_len, d_model):
+    """The sinusoidal positions of the paper, (max_len, d_model).
+
+    Entries 2i and 2i+1 of position pos are sin and cos of pos * 10000^(-2i / d_model).
+    """
+    max_len = _check_int(max_len, "max_len")
+    d_model = _check_int(d_model, "d_model")
+    if d_model % 2 != 0:
+        raise ValueError(f"d_model must be even (sines and cosines come in pairs), got {d_model}")
+    positions = torch.arange(max_len).unsqueeze(1)  # (max_len, 1)
+    frequencies = 10_000 ** (-torch.arange(0, d_model, 2) / d_model)  # (d_model / 2,)
+    angles = positions * frequencies  # (max_len, d_model / 2)
+    pe = torch.zeros(max_len, d_model)
+    pe[:, 0::2] = torch.sin(angles)  # even entries
+    pe[:, 1::2] = torch.cos(angles)  # odd entries
+    return pe
+
+
+class MultiHeadAttention(nn.Module):
+    """h attentions side by side, each on its own d_k = d_model / h slice of the projections.
+
+    `forward(x_query, x_key_value, mask)`: queries from x_query (B, T_q, d_model), keys and
+    values from x_key_value (B, T_k, d_model); the same tensor twice for self-attention.
+    With `keep_weights = True`, the weights (B, h, T_q, T_k) of the last call are kept in
+    `.weights` (computed by `attention`); otherwise the fused, faster
+    `F.scaled_dot_product_attention` computes the same output and `.weights` is None.
+    """
+
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        d_model, n_heads = _check_heads(d_model, n_heads)
+        self.n_heads = n_heads
+        self.d_k = d_model // n_heads
+        self.w_q = nn.Linear(d_model, d_model)  # the queries of all heads at once
+        self.w_k = nn.Linear(d_model, d_model)
+        self.w_v = nn.Linear(d_model, d_model)
+        self.w_o = nn.Linear(d_model, d_model)  # mixes the heads back together
+        self.keep_weights = False  # True: keep the weights of the last call, for plotting
+        self.weights = None
+
+    def split_heads(self, x):
+        batch, length, _ = x.shape
+        x = x.view(batch, length, self.n_heads, self.d_k)  # (B, T, h, d_k)
+        return x.transpose(1, 2)  # (B, h, T, d_k): heads become a batch dimension
+
+    def merge_heads(self, x):
+        batch, _, length, _ = x.shape
+        return x.transpose(1, 2).reshape(batch, length, -1)  # (B, T, d_model)
+
+    def forward(self, x_query, x_key_value, mask=None, cache=None):
+        q = self.split_heads(self.w_q(x_query))  # (B, h, T_q, d_k)
+        if cache is None:
+            k = self.split_heads(self.w_k(x_key_value))  # (B, h, T_k, d_k)
+            v = self.split_heads(self.w_v(x_key_value))
+        else:  # generating: the cache returns the keys and values of every position so far
+            k, v = cache.keys_values(self, x_key_value)
+        if self.keep_weights:
+            out, weights = attention(q, k, v, mask)
+            self.weights = weights.detach()  # (B, h, T_q, T_k)
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, h, T_q, d_k)
+            self.weights = None
+        return self.w_o(self.merge_heads(out))  # (B, T_q, d_model)
+
+
+class FeedForward(nn.Module):
+    """Every position on its own: widen to d_ff, ReLU, narrow back to d_model."""
+
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.linear1 = nn.Linear(_check_int(d_model, "d_model"), _check_int(d_ff, "d_ff"))
+        self.linear2 = nn.Linear(d_ff, d_model)
+
+    def forward(self, x):
+        return self.linear2(torch.relu(self.linear1(x)))  # (B, T, d_model)
+
+
+# ---------------------------------------------------------------------------------------------
+# the layers and the whole model (lesson 02, section 10)
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention, then feed-forward, each as LayerNorm(x + Dropout(Sublayer(x)))."""
+
+    def __init__(self, d_model, n_heads, d_ff, dropout):
+        super().__init__()
+        self.self_attention = MultiHeadAttention(d_model, n_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(_check_dropout(dropout))
+
+    def forward(self, x, src_mask):
+        x = self.norm1(x + self.dropout(self.self_attention(x, x, src_mask)))
+        x = self.norm2(x + self.dropout(self.feed_forward(x)))
+        return x  # (B, T_src, d_model)
+
+
+class DecoderLayer(nn.Module):
+    """Masked self-attention, cross-attention to the memory, feed-forward; post-LN.
+
+    `cache` (generation only): a `tfs.decoding.LayerCache` holding this layer's keys and
+    values from earlier steps; x is then the newest position only, (B, 1, d_model).
+    """
+
+    def __init__(self, d_model, n_heads, d_ff, dropout):
+        super().__init__()
+        self.self_attention = MultiHeadAttention(d_model, n_heads)
+        self.cross_attention = MultiHeadAttention(d_model, n_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.norm3 = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(_check_dropout(dropout))
+
+    def forward(self, x, memory, src_mask, tgt_mask, cache=None):
+        self_cache, cross_cache = (None, None) if cache is None else cache
+        x = self.norm1(x + self.dropout(self.self_attention(x, x, tgt_mask, self_cache)))
+        x = self.norm2(
+            x + self.dropout(self.cross_attention(x, memory, src_mask, cross_cache))
+        )
+        x = self.norm3(x + self.dropout(self.feed_forward(x)))
+        return x  # (B, T_tgt, d_model)
+
+
+class Transformer(nn.Module):
+    """The encoder-decoder Transformer with one shared embedding matrix E.
+
+    `forward(src, tgt)`: src (B, T_src) and tgt (B, T_tgt) token ids, right-padded with
+    pad_id; returns the scores (B, T_tgt, |V|) of the next token at every target position.
+    `encode` and `decode` are its two halves, so that translation encodes once and decodes
+    many times.
+    """
+
+    def __init__(
+        self, vocab_size, d_model, n_heads, d_ff, n_layers, dropout, pad_id, max_len=256
+    ):
+        super().__init__()
+        vocab_size = _check_int(vocab_size, "vocab_size")
+        d_model, n_heads = _check_heads(d_model, n_heads)
+        n_layers = _check_int(n_layers, "n_layers")
+        dropout = _check_dropout(dropout)
+        if isinstance(pad_id, bool) or not isinstance(pad_id, numbers.Integral):
+            raise TypeError(f"pad_id must be an integer token id, got {pad_id!r}")
+        if not 0 <= pad_id < vocab_size:
+            raise ValueError(
+                f"pad_id must be in the vocabulary 0..{vocab_size - 1}, got {pad_id}"
+            )
+        self.vocab_size = vocab_size
+        self.d_model = d_model
+        self.pad_id = int(pad_id)
+        self.embedding = nn.Embedding(vocab_size, d_model)  # E: source, target and output
+        nn.init.normal_(self.embedding.weight, mean=0.0, std=d_model**-0.5)
+        # the positional encoding is fixed, not trained: a buffer, not a parameter
+        self.register_buffer("pe", positional_encoding(max_len, d_model))
+        self.encoder = nn.ModuleList(
+            [EncoderLayer(d_model, n_heads, d_ff, dropout) for _ in range(n_layers)]
+        )
+        self.decoder = nn.ModuleList(
+            [DecoderLayer(d_model, n_heads, d_ff, dropout) for _ in range(n_layers)]
+        )
+        self.dropout = nn.Dropout(dropout)
+
+    @property
+    def max_len(self):
+        """The number of positions the model has encodings for."""
+        return self.pe.shape[0]
+
+    def check_ids(self, ids, name="ids", start=0):
+        """Raise a TypeError/ValueError naming the problem unless `ids` are (B, T) token ids.
+
+        Cheap enough for every forward: one min/max pass over the ids.
+        """
+        if not isinstance(ids, torch.Tensor):
+            raise TypeError(f"{name} must be a tensor of token ids, got {type(ids).__name__}")
+        if ids.dtype not in ID_DTYPES:
+            raise TypeError(
+                f"{name} must hold integer token ids (torch.long), got dtype {ids.dtype}"
+            )
+        if ids.dim() != 2:
+            raise ValueError(
+                f"{name} must have shape (B, T): one row of token ids per sentence, "
+                f"got shape {tuple(ids.shape)}"
+            )
+        if ids.numel() == 0:
+            raise ValueError(f"{name} is empty: shape {tuple(ids.shape)}")
+        if start + ids.shape[1] > self.max_len:
+            raise ValueError(
+                f"{name} reaches position {start + ids.shape[1] - 1}, but the model has "
+                f"positional encodings for {self.max_len} positions (max_len={self.max_len})"
+            )
+        low, high = torch.stack(torch.aminmax(ids)).tolist()
+        if low < 0 or high >= self.vocab_size:
+            bad = low if low < 0 else high
+            raise ValueError(
+                f"{name} holds token id {bad}, outside the vocabulary 0..{self.vocab_size - 1}"
+            )
+
+    def embed(self, ids, start=0):
+        """Token ids (B, T) -> E[ids] * sqrt(d_model) + positions start..start+T-1, dropout."""
+        self.check_ids(ids, start=start)
+        positions = self.pe[start : start + ids.shape[1]]  # (T, d_model)
+        x = self.embedding(ids) * math.sqrt(self.d_model) + positions  # (B, T, d_model)
+        return self.dropout(x)
+
+    def encode(self, src):
+        x = self.embed(src)  # (B, T_src, d_model)
+        src_mask = padding_mask(src, self.pad_id)  # (B, 1, 1, T_src)
+        for layer in self.encoder:
+            x = layer(x, src_mask)
+        return x  # the memory: (B, T_src, d_model)
+
+    def decode(self, tgt, memory, src, cache=None):
+        """Scores for every token at every target position: (B, T_tgt, |V|).
+
+        With a `cache` (generation, see tfs.decoding), tgt is the newest token only, (B, 1):
+        it gets the position after the cached ones and looks at all of them, so no mask is
+        needed; keys and values of earlier positions come from the cache.
+        """
+        _check_same_batch(tgt, memory, src)
+        src_mask = padding_mask(src, self.pad_id)  # (B, 1, 1, T_src)
+        if cache is None:
+            x = self.embed(tgt)  # (B, T_tgt, d_model)
+            tgt_mask = padding_mask(tgt, self.pad_id) + causal_mask(tgt.shape[1], tgt.device)
+            layer_caches = [None] * len(self.decoder)
+        else:
+            if tgt.dim() != 2 or tgt.shape[1] != 1:
+                raise ValueError(
+                    f"with a cache, decode() takes one new token per sentence, (B, 1); "
+                    f"got tgt of shape {tuple(tgt.shape)}"
+                )
+            x = self.embed(tgt, start=cache.length)  # (B, 1, d_model) at position t
+            tgt_mask = None  # the cache holds the past only: nothing to hide
+            layer_caches = cache.layers
+        for layer, layer_cache in zip(self.decoder, layer_caches, strict=True):
+            x = layer(x, memory, src_mask, tgt_mask, layer_cache)  # (B, T_tgt, d_model)
+        if cache is not None:
+            cache.length += 1
+        return x @ self.embedding.weight.T  # (B, T_tgt, |V|)
+
+    def forward(self, src, tgt):
+        _check_same_batch(tgt, None, src)
+        return self.decode(tgt, self.encode(src), src)
+
+    def keep_attention_weights(self, keep=True):
+        """Make every attention keep its last weights in `.weights` (slower); returns self."""
+        for module in self.modules():
+            if isinstance(module, MultiHeadAttention):
+                module.keep_weights = bool(keep)
+                module.weights = None
+        return self
+
+
+def count_parameters(vocab_size, d_model, d_ff, n_layers):
+    """The parameters of `Transformer`, by formula (E is counted once: it is shared)."""
+    d = d_model
+    attention_params = 4 * (d * d + d)  # four d x d matrices with biases
+    feed_forward_params = 2 * d * d_ff + d_ff + d
+    encoder_layer = attention_params + feed_forward_params + 2 * 2 * d  # + 2 norms (gamma, beta)
+    decoder_layer = 2 * attention_params + feed_forward_params + 3 * 2 * d  # + 3 norms
+    return vocab_size * d + n_layers * (encoder_layer + decoder_layer)
+
+
+def _describe(x):
+    if isinstance(x, torch.Tensor):
+        return f"a tensor of shape {tuple(x.shape)}"
+    return type(x).__name__
+
+
+def _check_same_batch(tgt, memory, src):
+    for name, x in (("src", src), ("tgt", tgt)):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"{name} must be a tensor of token ids, got {type(x).__name__}")
+        if x.dim() != 2:
+            raise ValueError(
+                f"{name} must have shape (B, T): one row of token ids per sentence, "
+                f"got shape {tuple(x.shape)}"
+            )
+    if src.shape[0] != tgt.shape[0]:
+        raise ValueError(
+            f"src and tgt must hold the same number of sentences, "
+            f"got {src.shape[0]} and {tgt.shape[0]}"
+        )
+    if memory is not None and tuple(memory.shape[:2]) != tuple(src.shape):
+        raise ValueError(
+            f"memory must be the encoder's output for src, (B, T_src, d_model) with "
+            f"(B, T_src) = {tuple(src.shape)}, got {tuple(memory.shape)}"
+        )
