@@ -121,7 +121,7 @@ def quiet(progress_bars: bool | None = None) -> dict:
 def repo_root() -> Path | None:
     """The course's checkout when `tfs` is installed from one (editable), else None."""
     root = Path(__file__).resolve().parent.parent
-    return root if (root / "pyproject.toml").is_file() and (root / "notebooks").is_dir() else None
+    return root if (root / "pyproject.toml").is_file() and (root / "data").is_dir() else None
 
 
 def work_dir(name: str | None = None) -> Path:
