@@ -125,6 +125,7 @@ def test_quiet_silences_library_warnings_and_logs(restore_warnings_and_env):
         warnings.warn_explicit("noise", UserWarning, "x.py", 1, module="torch.nn.modules")
         warnings.warn("old api", FutureWarning, stacklevel=1)
         warnings.warn("a learner's own warning", UserWarning, stacklevel=1)
+        warnings.warn("IProgress not found. Please update jupyter and ipywidgets.", stacklevel=1)
     assert [str(w.message) for w in caught] == ["a learner's own warning"]
     assert logging.getLogger("huggingface_hub").getEffectiveLevel() == logging.ERROR
 

@@ -184,3 +184,12 @@ def test_no_helper_calls_show(monkeypatch):
     viz.token_chips([["a"]])
     viz.heatmap(np.eye(2))
     viz.bars({"a": 1})
+
+
+def test_heatmap_cell_lines_only_for_small_matrices():
+    small = viz.heatmap(np.eye(4), colorbar=False).axes[0]
+    large = viz.heatmap(np.eye(64), colorbar=False).axes[0]
+    assert len(small.get_xticks(minor=True)) == 5  # the cell borders
+    assert len(large.get_xticks(minor=True)) == 0
+    forced = viz.heatmap(np.eye(64), colorbar=False, cell_lines=True).axes[0]
+    assert len(forced.get_xticks(minor=True)) == 65

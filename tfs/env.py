@@ -32,6 +32,7 @@ NOISY_LIBRARIES = (
     "numpy",
     "papermill",
     "jupyter_client",
+    "tqdm",
 )
 
 
@@ -100,6 +101,8 @@ def quiet(progress_bars: bool | None = None) -> dict:
         pattern = rf"^{library}(\.|$)"
         warnings.filterwarnings("ignore", module=pattern)
         logging.getLogger(library).setLevel(logging.ERROR)
+    # tqdm warns once, on import, that ipywidgets is missing for notebook progress bars.
+    warnings.filterwarnings("ignore", message="IProgress not found")
     # Deprecation notices are for library authors, not for the course's readers.
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)

@@ -277,13 +277,16 @@ def heatmap(
     fmt: str = ".2f",
     colorbar: bool = True,
     cmap=None,
+    cell_lines: bool | None = None,
     ax=None,
 ) -> Figure:
     """A matrix as a coloured grid with labelled rows and columns.
 
     Cells where `mask` is True, and cells that are NaN or infinite (a -inf
     score, for instance), are drawn in the grid colour, as "not there".
-    `annotate=True` writes each value in its cell with `fmt`.
+    `annotate=True` writes each value in its cell with `fmt`. Thin white lines
+    separate the cells (`cell_lines`; by default only when both sides have at
+    most 40 cells, so large matrices stay readable).
     """
     values = np.array(_to_numpy(matrix), dtype=float)
     if values.ndim != 2:
@@ -321,11 +324,13 @@ def heatmap(
                       ha="right" if n_cols > 6 else "center")
     if rows is not None:
         ax.set_yticks(range(n_rows), [str(r) for r in rows])
-    # thin white lines between the cells
-    ax.set_xticks(np.arange(-0.5, n_cols, 1), minor=True)
-    ax.set_yticks(np.arange(-0.5, n_rows, 1), minor=True)
-    ax.grid(which="minor", color=COLORS["paper"], linewidth=1.5)
-    ax.tick_params(which="minor", length=0)
+    if cell_lines is None:
+        cell_lines = max(n_rows, n_cols) <= 40
+    if cell_lines:  # thin white lines between the cells
+        ax.set_xticks(np.arange(-0.5, n_cols, 1), minor=True)
+        ax.set_yticks(np.arange(-0.5, n_rows, 1), minor=True)
+        ax.grid(which="minor", color=COLORS["paper"], linewidth=1.5)
+        ax.tick_params(which="minor", length=0)
     ax.tick_params(which="major", length=0)
     if annotate:
         low, high = image.get_clim()
