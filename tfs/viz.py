@@ -910,7 +910,8 @@ def architecture(
                 tie.set_gid("tie")
                 ax.add_line(tie)
                 ax.text(tie_x + 0.07, (y_emb + y_linear) / 2, "same E", rotation=90,
-                        ha="left", va="center", fontsize=fontsize, color=COLORS["data"])
+                        ha="left", va="center", fontsize=fontsize, color=COLORS["data"],
+                        alpha=tie.get_alpha())
     # the encoder's output (the memory) goes to every decoder layer's cross-attention
     if two_stacks:
         xe, xd = x_of["encoder"], x_of["decoder"]
