@@ -300,6 +300,8 @@ def bench_hugging_face(rounds):
             )
 
     assert generate().shape == (8, n + 1)  # their output starts with the decoder's start token
+    ours_out = greedy(model, src, BOS, EOS, max_len=n)
+    assert ours_out.shape == (8, n) and not (ours_out == EOS).any(), "ours: exactly n steps too"
     contenders = {
         "tfs": lambda: greedy(model, src, BOS, EOS, max_len=n),
         "hf": generate,

@@ -23,6 +23,15 @@ PAD = 0
 D_MODEL, N_HEADS, D_FF = 32, 4, 64
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models: one thread is faster than two, and immune to a busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def small_model(seed=0, dropout=0.0, vocab_size=23, n_layers=2, max_len=32):
     torch.manual_seed(seed)
     return Transformer(vocab_size, D_MODEL, N_HEADS, D_FF, n_layers, dropout, PAD, max_len)
