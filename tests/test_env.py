@@ -100,7 +100,7 @@ def restore_warnings_and_env(monkeypatch):
 def test_quiet_headless_turns_progress_bars_off(restore_warnings_and_env, monkeypatch):
     are_progress_bars_disabled = restore_warnings_and_env
     monkeypatch.setenv("TFS_QUIET", "1")
-    assert env.quiet() == {"warnings": "ignored", "progress_bars": False}
+    assert env.quiet() is None  # nothing to show in the set-up cell
     assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1"
     assert os.environ["TQDM_DISABLE"] == "1"
     assert are_progress_bars_disabled()
@@ -108,13 +108,16 @@ def test_quiet_headless_turns_progress_bars_off(restore_warnings_and_env, monkey
 
 def test_quiet_interactive_keeps_progress_bars(restore_warnings_and_env):
     are_progress_bars_disabled = restore_warnings_and_env
-    assert env.quiet()["progress_bars"] is True
+    env.quiet()
     assert "TQDM_DISABLE" not in os.environ
     assert not are_progress_bars_disabled()
 
 
 def test_quiet_can_be_forced(restore_warnings_and_env):
-    assert env.quiet(progress_bars=False)["progress_bars"] is False
+    are_progress_bars_disabled = restore_warnings_and_env
+    env.quiet(progress_bars=False)
+    assert os.environ["TQDM_DISABLE"] == "1"
+    assert are_progress_bars_disabled()
     with pytest.raises(TypeError):
         env.quiet(progress_bars="no")
 

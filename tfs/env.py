@@ -83,15 +83,14 @@ def headless() -> bool:
     return bool(os.environ.get("TFS_QUIET") or os.environ.get("CI"))
 
 
-def quiet(progress_bars: bool | None = None) -> dict:
+def quiet(progress_bars: bool | None = None) -> None:
     """Keep stored outputs clean: no library warnings, no log chatter, no progress bars.
 
     Progress bars are turned off only when the run is headless (`headless()`:
     the course's make targets and CI set TFS_QUIET=1), so a reader running a
     lesson by hand still sees a download's progress. Pass `progress_bars=False`
-    to turn them off anyway, or `True` to keep them.
-
-    Returns what was done, e.g. {"warnings": "ignored", "progress_bars": False}.
+    to turn them off anyway, or `True` to keep them. Returns None, so the set-up
+    cell that calls it shows nothing.
     """
     if progress_bars is not None and not isinstance(progress_bars, bool):
         raise TypeError(f"progress_bars must be True, False or None, got {progress_bars!r}")
@@ -118,7 +117,6 @@ def quiet(progress_bars: bool | None = None) -> dict:
             pass
         else:
             disable_progress_bars()
-    return {"warnings": "ignored", "progress_bars": show_bars}
 
 
 def repo_root() -> Path | None:
