@@ -3,7 +3,12 @@
 Lessons teach by writing code inline; `tfs` keeps what several lessons reuse:
 
 - `tfs.env`: where the notebook runs, seeding, quiet outputs, a working folder;
-- `tfs.viz`: the course's colours, tables, token chips, heatmaps and bar charts.
+- `tfs.viz`: the course's colours, tables, token chips, heatmaps, bar charts and the
+  architecture diagrams (`seq2seq_diagram`, `architecture`);
+- `tfs.costs`: FLOPs counted by PyTorch's own counter;
+- `tfs.hub`: Hub files and the course's corpus and tokenizer, online or offline;
+- `tfs.model`: the course's Transformer (lessons 02-03), one source of truth;
+- `tfs.decoding`: greedy decoding and beam search, with a KV cache.
 """
 
 __version__ = "0.1.0"
