@@ -370,7 +370,7 @@ def main():
 
     load_after = os.getloadavg()
     print(f"torch {torch.__version__}, transformers {hf_version}, "
-          f"{torch.get_num_threads()} threads, CPU: {cpu_model()} ({os.cpu_count()} cores)")
+          f"torch threads: {torch.get_num_threads()}, CPU: {cpu_model()} ({os.cpu_count()} cores)")
     print(f"load average (1/5/15 min) before: {' '.join(f'{x:.2f}' for x in load_before)}, "
           f"after: {' '.join(f'{x:.2f}' for x in load_after)}; "
           f"{rounds} rounds, {time.perf_counter() - started:.0f} s in all")
