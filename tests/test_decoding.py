@@ -112,6 +112,8 @@ def test_cached_scores_equal_the_scores_of_the_whole_prefix(trained_model):
         steps = [model.decode(tgt[:, t : t + 1], memory, src, cache) for t in range(9)]
     assert torch.allclose(torch.cat(steps, dim=1), full, atol=1e-5)
     assert cache.length == 9
+    with pytest.raises(ValueError, match="cache is full"):
+        model.decode(tgt[:, :1], memory, src, cache)
 
 
 def test_cache_holds_2_N_t_d_numbers_per_sentence_and_the_real_keys(trained_model):

@@ -48,6 +48,8 @@ class SelfAttentionCache:
     def keys_values(self, attention, x_new):
         """Project the newest position x_new (B, 1, d_model), append it, return all so far."""
         t = self.length
+        if t == self.keys.shape[2]:
+            raise ValueError(f"the KV cache is full: it has room for {t} positions (max_len)")
         self.keys[:, :, t : t + 1] = attention.split_heads(attention.w_k(x_new))  # (B, h, 1, d_k)
         self.values[:, :, t : t + 1] = attention.split_heads(attention.w_v(x_new))
         self.length = t + 1
@@ -119,6 +121,8 @@ class KVCache:
         return sum(k.numel() + v.numel() for k, v in self.keys_values(kind))
 
     def reorder(self, index):
+        """Beam search: row i continues the hypothesis of row index[i], a row of the same
+        sentence (so the cross-attention part, the same for all of them, stays as it is)."""
         for layer_cache in self.layers:
             layer_cache.self_attention.reorder(index)
 
