@@ -347,7 +347,11 @@ class Transformer(nn.Module):
         return self.decode(tgt, self.encode(src), src)
 
     def keep_attention_weights(self, keep=True):
-        """Make every attention keep its last weights in `.weights` (slower); returns self."""
+        """Make every attention keep its last weights in `.weights` (slower); returns self.
+
+        Either way the weights already kept are cleared, so read them before calling
+        `keep_attention_weights(False)`.
+        """
         for module in self.modules():
             if isinstance(module, MultiHeadAttention):
                 module.keep_weights = bool(keep)
