@@ -21,6 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 OUTPUT = ROOT / "build" / "course"
+# The kernel's own start-up log (e.g. a notice about local TCP transport) would break the
+# one-line-per-lesson progress; errors still show.
+KERNEL_QUIET = ["--IPKernelApp.log_level=ERROR"]
 
 
 def parse_parameter(text: str) -> tuple[str, object]:
@@ -74,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
                 kernel_name="python3",
                 progress_bar=False,
                 execution_timeout=args.timeout,
+                extra_arguments=KERNEL_QUIET,
             )
             status = "ok"
         except Exception as error:  # papermill raises PapermillExecutionError and friends
