@@ -35,7 +35,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tfs without installing it
 
 from tfs.decoding import beam_search, greedy  # noqa: E402
-from tfs.model import Transformer, causal_mask, padding_mask  # noqa: E402
+from tfs.model import Transformer, causal_mask, copy_to_torch, padding_mask  # noqa: E402
 
 PAD, BOS, EOS = 0, 1, 2
 COURSE = dict(vocab_size=16_000, d_model=256, n_heads=4, d_ff=1024, n_layers=3, dropout=0.1)
@@ -45,25 +45,13 @@ REVERSAL = dict(vocab_size=13, d_model=64, n_heads=4, d_ff=256, n_layers=2, drop
 # --- the same network from PyTorch's layers -----------------------------------------------------
 
 
-def copy_attention(ours, theirs):
-    with torch.no_grad():
-        theirs.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight]))
-        theirs.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias]))
-        theirs.out_proj.weight.copy_(ours.w_o.weight)
-        theirs.out_proj.bias.copy_(ours.w_o.bias)
-    theirs.dropout = 0.0  # the course's attention has no dropout on its weights
-
-
 def copy_layer(ours, theirs):
-    copy_attention(ours.self_attention, theirs.self_attn)
-    if hasattr(ours, "cross_attention"):
-        copy_attention(ours.cross_attention, theirs.multihead_attn)
-    theirs.linear1.load_state_dict(ours.feed_forward.linear1.state_dict())
-    theirs.linear2.load_state_dict(ours.feed_forward.linear2.state_dict())
-    for name in ("norm1", "norm2", "norm3"):
-        if hasattr(ours, name):
-            getattr(theirs, name).load_state_dict(getattr(ours, name).state_dict())
-    theirs.dropout = nn.Identity()  # nor inside its feed-forward network (dropout1..3 stay)
+    copy_to_torch(ours, theirs)
+    # the course's layers have no dropout on attention weights nor inside the feed-forward
+    for attention in (theirs.self_attn, getattr(theirs, "multihead_attn", None)):
+        if attention is not None:
+            attention.dropout = 0.0
+    theirs.dropout = nn.Identity()  # (dropout1..3 after the sub-layers stay, as in ours)
 
 
 class TorchTransformer(nn.Module):

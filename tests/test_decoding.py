@@ -15,15 +15,6 @@ VOCAB = 3 + N_LETTERS
 D_MODEL, N_HEADS, N_LAYERS = 32, 4, 2
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models: one thread is faster than two, and immune to a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def random_model(seed, vocab_size=VOCAB):
     """A freshly built model, with a much smaller embedding matrix E (std 0.005).
 

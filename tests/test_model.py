@@ -14,6 +14,7 @@ from tfs.model import (
     Transformer,
     attention,
     causal_mask,
+    copy_to_torch,
     count_parameters,
     padding_mask,
     positional_encoding,
@@ -21,15 +22,6 @@ from tfs.model import (
 
 PAD = 0
 D_MODEL, N_HEADS, D_FF = 32, 4, 64
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models: one thread is faster than two, and immune to a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def small_model(seed=0, dropout=0.0, vocab_size=23, n_layers=2, max_len=32):
@@ -43,27 +35,6 @@ def padded_ids(lengths, vocab_size=23, seed=0):
     ids = torch.randint(1, vocab_size, (len(lengths), max(lengths)), generator=generator)
     positions = torch.arange(max(lengths))[None, :]
     return ids.masked_fill(positions >= torch.tensor(lengths)[:, None], PAD)
-
-
-def copy_attention(ours, theirs):
-    """Our w_q, w_k, w_v, w_o into nn.MultiheadAttention's packed in_proj and out_proj."""
-    with torch.no_grad():
-        theirs.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight]))
-        theirs.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias]))
-        theirs.out_proj.weight.copy_(ours.w_o.weight)
-        theirs.out_proj.bias.copy_(ours.w_o.bias)
-
-
-def copy_layer(ours, theirs):
-    """An EncoderLayer/DecoderLayer's weights into nn.TransformerEncoderLayer/DecoderLayer."""
-    copy_attention(ours.self_attention, theirs.self_attn)
-    if isinstance(ours, DecoderLayer):
-        copy_attention(ours.cross_attention, theirs.multihead_attn)
-    theirs.linear1.load_state_dict(ours.feed_forward.linear1.state_dict())
-    theirs.linear2.load_state_dict(ours.feed_forward.linear2.state_dict())
-    for name in ("norm1", "norm2", "norm3"):
-        if hasattr(ours, name):
-            getattr(theirs, name).load_state_dict(getattr(ours, name).state_dict())
 
 
 def randomize(module, seed=0):
@@ -124,7 +95,7 @@ def test_multi_head_attention_matches_torch_and_keeps_weights_only_when_asked():
     torch.manual_seed(0)
     ours = MultiHeadAttention(D_MODEL, N_HEADS)
     theirs = nn.MultiheadAttention(D_MODEL, N_HEADS, batch_first=True)
-    copy_attention(ours, theirs)
+    copy_to_torch(ours, theirs)
     x, memory = torch.randn(2, 5, D_MODEL), torch.randn(2, 7, D_MODEL)
     mask = padding_mask(padded_ids([7, 4]), PAD)  # (2, 1, 1, 7)
     with torch.no_grad():
@@ -157,7 +128,7 @@ def test_encoder_layer_equals_torch_encoder_layer_with_padding():
     theirs = nn.TransformerEncoderLayer(
         D_MODEL, N_HEADS, D_FF, dropout=0.1, activation="relu", batch_first=True, norm_first=False
     ).eval()
-    copy_layer(ours, theirs)
+    copy_to_torch(ours, theirs)
     src = padded_ids([6, 3, 5])
     x = torch.randn(3, 6, D_MODEL)
     src_mask = padding_mask(src, PAD)
@@ -177,7 +148,7 @@ def test_decoder_layer_equals_torch_decoder_layer_with_causal_and_padding_masks(
     theirs = nn.TransformerDecoderLayer(
         D_MODEL, N_HEADS, D_FF, dropout=0.1, activation="relu", batch_first=True, norm_first=False
     ).eval()
-    copy_layer(ours, theirs)
+    copy_to_torch(ours, theirs)
     src, tgt = padded_ids([7, 4, 2], seed=1), padded_ids([5, 5, 3], seed=2)
     x, memory = torch.randn(3, 5, D_MODEL), torch.randn(3, 7, D_MODEL)
     src_mask = padding_mask(src, PAD)
@@ -203,7 +174,7 @@ def test_whole_model_equals_a_stack_of_torch_layers_with_the_tied_embedding():
         is_decoder = isinstance(ours, DecoderLayer)
         kind = nn.TransformerDecoderLayer if is_decoder else nn.TransformerEncoderLayer
         theirs = kind(D_MODEL, N_HEADS, D_FF, dropout=0.0, batch_first=True).eval()
-        copy_layer(ours, theirs)
+        copy_to_torch(ours, theirs)
         return theirs
 
     encoder = [torch_layer(layer) for layer in model.encoder]
@@ -388,3 +359,11 @@ def test_decode_checks_memory_and_one_token_per_step_with_a_cache():
         model.decode(torch.ones(2, 3, dtype=torch.long), memory[:, :2], src)
     with pytest.raises(ValueError, match="one new token"):
         model.decode(torch.ones(2, 3, dtype=torch.long), memory, src, cache=object())
+
+
+def test_copy_to_torch_refuses_mismatched_layers():
+    with pytest.raises(TypeError, match="PyTorch twin"):
+        copy_to_torch(FeedForward(D_MODEL, D_FF), nn.Linear(D_MODEL, D_FF))
+    encoder = EncoderLayer(D_MODEL, N_HEADS, D_FF, 0.0)
+    with pytest.raises(TypeError, match="PyTorch twin"):
+        copy_to_torch(encoder, nn.TransformerDecoderLayer(D_MODEL, N_HEADS, D_FF))

@@ -359,6 +359,42 @@ class Transformer(nn.Module):
         return self
 
 
+def copy_to_torch(ours, theirs):
+    """Copy a course layer's weights into PyTorch's own, to check both compute the same.
+
+    `ours` -> `theirs`: MultiHeadAttention -> nn.MultiheadAttention (w_q, w_k, w_v stacked
+    into in_proj), EncoderLayer -> nn.TransformerEncoderLayer, DecoderLayer ->
+    nn.TransformerDecoderLayer (norm_first=False, ReLU, batch_first=True). Returns `theirs`.
+    """
+    pairs = {
+        MultiHeadAttention: nn.MultiheadAttention,
+        EncoderLayer: nn.TransformerEncoderLayer,
+        DecoderLayer: nn.TransformerDecoderLayer,
+    }
+    if type(ours) not in pairs or not isinstance(theirs, pairs[type(ours)]):
+        raise TypeError(
+            f"copy_to_torch() copies a MultiHeadAttention, EncoderLayer or DecoderLayer into "
+            f"its PyTorch twin, got {type(ours).__name__} -> {type(theirs).__name__}"
+        )
+    with torch.no_grad():
+        if isinstance(ours, MultiHeadAttention):
+            stacked = torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight])  # (3d, d)
+            theirs.in_proj_weight.copy_(stacked)
+            theirs.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias]))
+            theirs.out_proj.weight.copy_(ours.w_o.weight)
+            theirs.out_proj.bias.copy_(ours.w_o.bias)
+            return theirs
+    copy_to_torch(ours.self_attention, theirs.self_attn)
+    if isinstance(ours, DecoderLayer):
+        copy_to_torch(ours.cross_attention, theirs.multihead_attn)
+    theirs.linear1.load_state_dict(ours.feed_forward.linear1.state_dict())
+    theirs.linear2.load_state_dict(ours.feed_forward.linear2.state_dict())
+    for name in ("norm1", "norm2", "norm3"):
+        if hasattr(ours, name):
+            getattr(theirs, name).load_state_dict(getattr(ours, name).state_dict())
+    return theirs
+
+
 def count_parameters(vocab_size, d_model, d_ff, n_layers):
     """The parameters of `Transformer`, by formula (E is counted once: it is shared)."""
     d = d_model
