@@ -175,3 +175,78 @@ def test_badges_point_at_the_repository():
 def test_badges_reject_bad_names(bad):
     with pytest.raises(ValueError):
         tfs.badges(bad)
+
+
+# precision(): one branch per kind of device, with the GPU's properties faked.
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """Pretend a CUDA GPU of a given name and compute capability is present."""
+    asked = []
+
+    def install(name, capability):
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        monkeypatch.setattr(torch.cuda, "get_device_name", lambda d=None: asked.append(d) or name)
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d=None: capability)
+        return asked
+
+    return install
+
+
+@pytest.mark.parametrize("where_to", ["cpu", torch.device("cpu"), "mps"])
+def test_precision_cpu_and_mps_use_float32(where_to):
+    chosen = env.precision(where_to)
+    assert chosen.dtype is None and chosen.grad_scaler is False
+    assert torch.device(where_to).type in chosen.why and "no autocast" in chosen.why
+
+
+def test_precision_defaults_to_the_course_device(monkeypatch, fake_gpu):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert env.precision().dtype is None
+    fake_gpu("NVIDIA A100-SXM4-40GB", (8, 0))
+    assert env.precision().dtype is torch.bfloat16
+
+
+@pytest.mark.parametrize(
+    "name, capability",
+    [("NVIDIA A100-SXM4-40GB", (8, 0)), ("NVIDIA L4", (8, 9)), ("NVIDIA H100 80GB HBM3", (9, 0))],
+)
+def test_precision_ampere_and_newer_use_bf16(fake_gpu, name, capability):
+    fake_gpu(name, capability)
+    chosen = env.precision("cuda")
+    assert chosen.dtype is torch.bfloat16 and chosen.grad_scaler is False
+    assert name in chosen.why and f"{capability[0]}.{capability[1]}" in chosen.why
+
+
+@pytest.mark.parametrize(
+    "name, capability",
+    [("Tesla T4", (7, 5)), ("Tesla P100-PCIE-16GB", (6, 0)), ("Tesla V100-SXM2-16GB", (7, 0))],
+)
+def test_precision_older_gpus_use_fp16_with_a_scaler(fake_gpu, name, capability):
+    fake_gpu(name, capability)
+    chosen = env.precision(torch.device("cuda"))
+    assert chosen.dtype is torch.float16 and chosen.grad_scaler is True
+    assert name in chosen.why and "grad scaler" in chosen.why
+
+
+def test_precision_asks_about_the_given_gpu(fake_gpu):
+    asked = fake_gpu("Tesla T4", (7, 5))
+    env.precision("cuda:1")
+    assert asked == [torch.device("cuda:1")]
+
+
+def test_precision_is_frozen():
+    chosen = env.precision("cpu")
+    with pytest.raises(AttributeError):
+        chosen.dtype = torch.float16
+
+
+def test_precision_rejects_bad_devices(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match="no CUDA GPU"):
+        env.precision("cuda")
+    with pytest.raises(ValueError, match="knows cpu, mps and cuda"):
+        env.precision("meta")
+    with pytest.raises(ValueError, match="not a device"):
+        env.precision("gpu0")
+    with pytest.raises(TypeError, match="device must be"):
+        env.precision(0)

@@ -1,7 +1,8 @@
 """Where a lesson runs, and how it sets itself up.
 
 Every lesson's set-up cell calls `quiet()`, `seed_everything(SEED)` and prints
-`device()`; lessons write their files to `work_dir()`.
+`device()`; lessons write their files to `work_dir()`; lessons that train ask
+`precision()` whether, and in which dtype, to use mixed precision.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import numbers
 import os
 import random
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +60,79 @@ def device(allow_mps: bool = False) -> torch.device:
     if allow_mps and torch.backends.mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+_default_device = device
+
+
+# bfloat16 tensor cores arrived with Ampere (compute capability 8.0: A100, RTX 30xx, L4, H100).
+BF16_MIN_CAPABILITY = (8, 0)
+
+
+@dataclass(frozen=True)
+class Precision:
+    """How a lesson that trains should use a device's arithmetic.
+
+    `dtype`: the dtype for `torch.autocast` (bfloat16 or float16), or None for
+    plain float32 without autocast. `grad_scaler`: True when the loss must be
+    scaled (`torch.amp.GradScaler`), i.e. float16, whose small range lets
+    gradients underflow. `why`: one sentence for the reader, saying what was
+    chosen and why.
+    """
+
+    dtype: torch.dtype | None
+    grad_scaler: bool
+    why: str
+
+
+def precision(device: torch.device | str | None = None) -> Precision:
+    """The mixed precision a device supports, for training.
+
+    - CPU and Apple's mps: no autocast (float32), as every stored output was computed;
+    - CUDA with compute capability 8.0 or newer (Ampere, Ada, Hopper): bfloat16,
+      which has float32's range, so no gradient scaler;
+    - older CUDA GPUs (Colab's T4: 7.5, Kaggle's P100: 6.0, V100: 7.0): float16
+      with a gradient scaler.
+
+    `device` defaults to `device()`. `torch.compile` is never needed.
+    """
+    if device is None:
+        device = _default_device()  # the argument's name hides the function device()
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(
+            f"device must be a torch.device, a string such as 'cuda' or None, "
+            f"got {type(device).__name__}: {device!r}"
+        )
+    try:
+        device = torch.device(device)
+    except RuntimeError as error:
+        raise ValueError(f"not a device: {device!r} ({error})") from None
+
+    if device.type in ("cpu", "mps"):
+        return Precision(
+            dtype=None,
+            grad_scaler=False,
+            why=f"{device.type}: float32 throughout, no autocast (as the stored outputs were run)",
+        )
+    if device.type != "cuda":
+        raise ValueError(f"precision() knows cpu, mps and cuda devices, got {device.type!r}")
+    if not torch.cuda.is_available():
+        raise ValueError(f"{device} was asked for, but torch sees no CUDA GPU")
+
+    name = torch.cuda.get_device_name(device)
+    major, minor = torch.cuda.get_device_capability(device)
+    gpu = f"{name} (compute capability {major}.{minor})"
+    if (major, minor) >= BF16_MIN_CAPABILITY:
+        return Precision(
+            dtype=torch.bfloat16,
+            grad_scaler=False,
+            why=f"{gpu}: autocast to bfloat16, which keeps float32's range, so no grad scaler",
+        )
+    return Precision(
+        dtype=torch.float16,
+        grad_scaler=True,
+        why=f"{gpu} has no fast bfloat16: autocast to float16 with a grad scaler",
+    )
 
 
 def seed_everything(seed: int) -> int:
