@@ -67,7 +67,9 @@ def source_batch(seed, n=12):
 
 
 def models(trained_model):
-    return [("random", random_model(seed)) for seed in range(3)] + [("trained", trained_model)]
+    # seeds whose untrained outputs vary from token to token (seed 2's barely do once <bos>
+    # is banned)
+    return [("random", random_model(seed)) for seed in (0, 1, 3)] + [("trained", trained_model)]
 
 
 def first_eos(tokens):
@@ -173,6 +175,47 @@ def test_decoding_leaves_the_model_as_it_was(trained_model):
     assert not trained_model.training
 
 
+@pytest.mark.parametrize("decoder", ["greedy", "beam"])
+def test_neither_pad_nor_bos_is_ever_generated(decoder):
+    """A model made to prefer <bos> at every step: the decoders never produce it."""
+    model = random_model(5).eval()
+    with torch.no_grad():  # every decoder output becomes the same vector b, and E[<bos>] = 10 b
+        final_norm = model.decoder[-1].norm3
+        final_norm.weight.zero_()
+        final_norm.bias.normal_()
+        model.embedding.weight[BOS] = 10 * final_norm.bias
+        model.embedding.weight[PAD] = 5 * final_norm.bias
+    src = source_batch(3, n=4)
+    with torch.no_grad():
+        first_scores = model(src, torch.full((4, 1), BOS))[:, 0]  # (B, |V|)
+    assert (first_scores.argmax(dim=-1) == BOS).all()  # unbanned, <bos> would win every step
+    if decoder == "greedy":
+        out = greedy(model, src, BOS, EOS, max_len=8)
+    else:
+        out = beam_search(model, src, BOS, EOS, max_len=8, beam_size=3)
+    assert not (out == BOS).any()
+    assert not (out == PAD).any()  # nothing ends: <pad> never appears, not even after <eos>
+
+
+@pytest.mark.parametrize("decoder", ["greedy", "beam"])
+def test_token_ids_are_checked_once_per_call_not_at_every_step(decoder, monkeypatch):
+    model = random_model(1)
+    calls = []
+    check_ids = model.check_ids
+    monkeypatch.setattr(model, "check_ids", lambda *a, **k: calls.append(1) or check_ids(*a, **k))
+    src = source_batch(2, n=3)
+    counts = []
+    for max_len in (2, 30):
+        calls.clear()
+        if decoder == "greedy":
+            out = greedy(model, src, BOS, EOS, max_len=max_len)
+        else:
+            out = beam_search(model, src, BOS, EOS, max_len=max_len, beam_size=2)
+        counts.append(len(calls))
+    assert out.shape[1] > 10  # many steps were taken
+    assert counts[0] == counts[1] == 1
+
+
 # --- beam search -------------------------------------------------------------------------------
 
 
@@ -193,7 +236,7 @@ def test_a_wide_enough_beam_finds_the_best_sequence_of_all(length_penalty):
     model = random_model(4, vocab_size=6).eval()  # <pad>, <bos>, <eos> and 3 letters
     src = torch.tensor([[3, 4, 5], [5, 3, PAD], [4, PAD, PAD]])
     max_len = 3
-    allowed = [BOS, 3, 4, 5]  # anything but <pad> and <eos> may come before the end
+    allowed = [3, 4, 5]  # anything but <pad>, <bos> and <eos> may come before the end
     candidates = []  # every possible output: ended by <eos>, or cut at max_len
     for n in range(max_len + 1):
         for prefix in itertools.product(allowed, repeat=n):

@@ -204,7 +204,7 @@ def test_state_dict_names_are_the_lessons():
     model = small_model(n_layers=1)
     attention_names = [f"{w}.{p}" for w in ("w_q", "w_k", "w_v", "w_o") for p in ("weight", "bias")]
     feed_forward = [f"feed_forward.linear{i}.{p}" for i in (1, 2) for p in ("weight", "bias")]
-    expected = ["pe", "embedding.weight"]
+    expected = ["embedding.weight"]  # not "pe": the positional table is computed, not saved
     expected += [f"encoder.0.self_attention.{n}" for n in attention_names] + [
         f"encoder.0.{n}" for n in feed_forward
     ]
@@ -215,7 +215,19 @@ def test_state_dict_names_are_the_lessons():
     expected += [f"decoder.0.norm{i}.{p}" for i in (1, 2, 3) for p in ("weight", "bias")]
     assert sorted(model.state_dict()) == sorted(expected)
     assert isinstance(model.dropout, nn.Dropout)
-    assert "pe" not in dict(model.named_parameters())  # a buffer: saved, not trained
+    assert "pe" in dict(model.named_buffers())  # a buffer: neither trained nor saved
+    assert "pe" not in dict(model.named_parameters())
+
+
+def test_weights_load_into_a_model_with_another_max_len():
+    short, long = small_model(seed=1, max_len=16), small_model(seed=2, max_len=64)
+    assert sum(p.numel() for p in short.parameters()) == sum(p.numel() for p in long.parameters())
+    long.load_state_dict(short.state_dict())  # strict: the same names and shapes
+    assert long.max_len == 64 and torch.equal(long.pe[:16], short.pe)
+    src, tgt = padded_ids([6, 3], seed=1), padded_ids([5, 4], seed=2)
+    with torch.no_grad():
+        assert torch.equal(long.eval()(src, tgt), short.eval()(src, tgt))
+        long(src, padded_ids([40], seed=3)[:, :40].expand(2, -1).clone())  # 40 > 16 positions
 
 
 @pytest.mark.parametrize(
@@ -293,6 +305,25 @@ def test_attention_weights_are_kept_when_asked_and_dropout_only_in_training():
     model.keep_attention_weights(False)
     model(src, tgt)
     assert model.encoder[0].self_attention.weights is None
+
+
+def test_a_bfloat16_model_keeps_its_attention_weights_and_masks_follow_its_dtype():
+    model = small_model(seed=4).eval()
+    src, tgt = padded_ids([6, 3], seed=1), padded_ids([5, 2], seed=2)
+    with torch.no_grad():
+        reference = model(src, tgt)
+        model.to(torch.bfloat16)
+        fast = model(src, tgt)
+        model.keep_attention_weights()
+        explicit = model(src, tgt)  # float32 masks added to bfloat16 scores failed here
+    weights = model.decoder[-1].cross_attention.weights
+    assert fast.dtype == explicit.dtype == weights.dtype == torch.bfloat16
+    assert (weights[1, :, :, 3:] == 0).all()  # the source's padding is still hidden
+    real = tgt != PAD
+    assert torch.allclose(explicit[real].float(), fast[real].float(), atol=0.1)
+    assert torch.allclose(explicit[real].float(), reference[real], atol=0.2)
+    assert padding_mask(src, PAD, torch.bfloat16).dtype == torch.bfloat16
+    assert causal_mask(3, dtype=torch.float16).dtype == torch.float16
 
 
 # --- clear errors for the usual mistakes --------------------------------------------------------

@@ -6,8 +6,10 @@ the generated token ids WITHOUT the leading <bos>, as a (B, T) LongTensor:
 - each sentence stops at its first <eos>, which IS included in the output; the positions
   after it hold `model.pad_id`. A sentence that reaches `max_len` tokens without <eos> is
   cut there (no <eos>). T is the longest output in the batch, at most `max_len`.
-- <pad> is never generated (its score is set to -inf), so padding in an output always means
-  "after <eos>".
+- <pad> and <bos> are never generated (their scores are set to -inf): padding in an output
+  always means "after <eos>", and <bos> only ever starts the decoder's input.
+- the arguments are checked once per call, not at every generated token (a check reads the
+  ids back to the CPU, a wait for the GPU each time).
 - they run without gradients and in eval mode (dropout off), then restore the model's mode.
 
 The KV cache (`KVCache`). Generating token t, the decoder needs the keys and values of every
@@ -146,16 +148,16 @@ def greedy(model, src, bos_id, eos_id, max_len=None, use_cache=True, return_cach
         raise ValueError("return_cache=True needs use_cache=True")
     pad_id = model.pad_id
     with _evaluating(model):
-        memory = model.encode(src)  # (B, T_src, d_model): the source is encoded once
+        memory = model.encode(src, check=False)  # (B, T_src, d_model): encoded once
         cache = KVCache(model, memory, max_len) if use_cache else None
         tokens = src.new_full((src.shape[0], 1), bos_id)  # (B, 1): the decoder starts at <bos>
         finished = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
         for _ in range(max_len):
-            if use_cache:
-                scores = model.decode(tokens[:, -1:], memory, src, cache)[:, -1]  # (B, |V|)
-            else:
-                scores = model.decode(tokens, memory, src)[:, -1]  # the whole prefix again
-            scores[:, pad_id] = float("-inf")  # never generate padding
+            if use_cache:  # (B, |V|): the newest token only
+                scores = model.decode(tokens[:, -1:], memory, src, cache, check=False)[:, -1]
+            else:  # the whole prefix again
+                scores = model.decode(tokens, memory, src, check=False)[:, -1]
+            scores[:, [pad_id, bos_id]] = float("-inf")  # never generate padding or <bos>
             next_token = scores.argmax(dim=-1).masked_fill(finished, pad_id)  # (B,)
             tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (B, t + 1)
             finished |= next_token == eos_id
@@ -183,7 +185,7 @@ def beam_search(model, src, bos_id, eos_id, max_len=None, beam_size=4, length_pe
         raise TypeError(f"length_penalty must be a number, got {length_penalty!r}")
     batch, vocab, pad_id, device = src.shape[0], model.vocab_size, model.pad_id, src.device
     with _evaluating(model):
-        memory = model.encode(src).repeat_interleave(beam_size, dim=0)  # (B*K, T_src, d)
+        memory = model.encode(src, check=False).repeat_interleave(beam_size, dim=0)  # (B*K,..)
         src = src.repeat_interleave(beam_size, dim=0)  # (B*K, T_src): beams side by side
         cache = KVCache(model, memory, max_len)
         tokens = src.new_full((batch * beam_size, 1), bos_id)  # (B*K, 1)
@@ -197,9 +199,9 @@ def beam_search(model, src, bos_id, eos_id, max_len=None, beam_size=4, length_pe
         only_pad[pad_id] = 0.0
         first_sentence_row = torch.arange(batch, device=device)[:, None] * beam_size  # (B, 1)
         for _ in range(max_len):
-            scores = model.decode(tokens[:, -1:], memory, src, cache)[:, -1]  # (B*K, |V|)
-            next_log_prob = scores.log_softmax(dim=-1).view(batch, beam_size, vocab)
-            next_log_prob[:, :, pad_id] = float("-inf")  # never generate padding
+            scores = model.decode(tokens[:, -1:], memory, src, cache, check=False)[:, -1]
+            next_log_prob = scores.log_softmax(dim=-1).view(batch, beam_size, vocab)  # (B,K,|V|)
+            next_log_prob[:, :, [pad_id, bos_id]] = float("-inf")  # never padding or <bos>
             next_log_prob = torch.where(finished[..., None], only_pad, next_log_prob)
             candidates = log_prob[..., None] + next_log_prob  # (B, K, |V|)
             new_lengths = lengths + (~finished).float()  # (B, K)

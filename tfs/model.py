@@ -1,15 +1,19 @@
 """The course's Transformer: the encoder-decoder of Vaswani et al. (2017), built by hand.
 
-This is the model that lesson 02 builds (section 10) and lesson 03 trains, written once so
-that every later lesson loads the same weights into the same code. The names of the
-attributes are those of the lesson, so `load_state_dict` moves weights between the two.
+Lesson 02 builds its blocks one by one, lesson 03 assembles them into this model and trains
+it, lesson 04 trains it on English-Russian text: the code is written once, here, so that every
+lesson loads the same weights into the same code. The names of the attributes are those of
+lesson 03, so `load_state_dict` moves weights between the lesson's model and this one.
 
 Conventions
 -----------
 - Shapes: B sentences, T positions, h heads, d_k = d_model / h entries per head, |V| tokens.
 - Masks are additive: 0 where looking is allowed, -inf where it is forbidden. They are added
   to the attention scores (B, h, T_q, T_k) and broadcast to them: `padding_mask` is
-  (B, 1, 1, T_k), `causal_mask` is (1, 1, T, T).
+  (B, 1, 1, T_k), `causal_mask` is (1, 1, T, T). They take the scores' dtype (a bfloat16 or
+  float16 model, or autocast on a GPU, gets bfloat16/float16 masks).
+- The positional table `pe` is a buffer that is not saved with the weights (it is computed,
+  not learned): weights load into a model with another `max_len`.
 - Post-LN, as in the 2017 paper: x = LayerNorm(x + Dropout(Sublayer(x))).
 - One embedding matrix E (|V|, d_model) is the source embedding, the target embedding and
   the output layer (scores = x @ E^T).
@@ -66,7 +70,7 @@ def _check_dropout(dropout):
 
 
 # ---------------------------------------------------------------------------------------------
-# the building blocks (lesson 02, sections 4-9)
+# the building blocks (lesson 02: attention, masks, multi-head attention, feed-forward)
 
 
 def attention(q, k, v, mask=None):
@@ -78,24 +82,28 @@ def attention(q, k, v, mask=None):
     d_k = q.shape[-1]
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k): every pair at once
     if mask is not None:
-        scores = scores + mask  # -inf where looking is forbidden
+        scores = scores + mask.to(scores.dtype)  # -inf where looking is forbidden
     weights = scores.softmax(dim=-1)
     return weights @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)
 
 
-def padding_mask(ids, pad_id):
-    """Additive mask (B, 1, 1, T): -inf at the <pad> positions of `ids` (B, T), else 0."""
+def padding_mask(ids, pad_id, dtype=torch.float32):
+    """Additive mask (B, 1, 1, T): -inf at the <pad> positions of `ids` (B, T), else 0.
+
+    `dtype`: that of the attention scores it is added to (float32 by default).
+    """
     if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
         raise ValueError(f"padding_mask() needs token ids of shape (B, T), got {_describe(ids)}")
-    mask = torch.zeros(ids.shape, device=ids.device).masked_fill_(ids == pad_id, float("-inf"))
+    mask = torch.zeros(ids.shape, dtype=dtype, device=ids.device)
+    mask.masked_fill_(ids == pad_id, float("-inf"))
     return mask[:, None, None, :]  # (B, 1, 1, T): the same for every head and every query
 
 
-def causal_mask(length, device=None):
+def causal_mask(length, device=None, dtype=torch.float32):
     """Additive mask (1, 1, T, T): row t may look at columns 0..t, -inf above the diagonal."""
     length = _check_int(length, "length")
-    upper = torch.full((length, length), float("-inf"), device=device).triu(diagonal=1)
-    return upper[None, None, :, :]  # (1, 1, T, T): the same for every sentence and head
+    upper = torch.full((length, length), float("-inf"), dtype=dtype, device=device)
+    return upper.triu(diagonal=1)[None, None, :, :]  # (1, 1, T, T): same for every sentence
 
 
 def positional_encoding(max_len, d_model):
@@ -154,6 +162,8 @@ class MultiHeadAttention(nn.Module):
             v = self.split_heads(self.w_v(x_key_value))
         else:  # generating: the cache returns the keys and values of every position so far
             k, v = cache.keys_values(self, x_key_value)
+        if mask is not None and mask.dtype != q.dtype:  # e.g. float32 masks under autocast
+            mask = mask.to(q.dtype)
         if self.keep_weights:
             out, weights = attention(q, k, v, mask)
             self.weights = weights.detach()  # (B, h, T_q, T_k)
@@ -176,7 +186,7 @@ class FeedForward(nn.Module):
 
 
 # ---------------------------------------------------------------------------------------------
-# the layers and the whole model (lesson 02, section 10)
+# the layers and the whole model (lesson 03: the encoder layer, the decoder layer, the model)
 
 
 class EncoderLayer(nn.Module):
@@ -251,8 +261,9 @@ class Transformer(nn.Module):
         self.pad_id = int(pad_id)
         self.embedding = nn.Embedding(vocab_size, d_model)  # E: source, target and output
         nn.init.normal_(self.embedding.weight, mean=0.0, std=d_model**-0.5)
-        # the positional encoding is fixed, not trained: a buffer, not a parameter
-        self.register_buffer("pe", positional_encoding(max_len, d_model))
+        # the positional encoding is fixed, not trained: a buffer, not a parameter; computed,
+        # so not saved with the weights (they load into a model with another max_len)
+        self.register_buffer("pe", positional_encoding(max_len, d_model), persistent=False)
         self.encoder = nn.ModuleList(
             [EncoderLayer(d_model, n_heads, d_ff, dropout) for _ in range(n_layers)]
         )
@@ -269,7 +280,9 @@ class Transformer(nn.Module):
     def check_ids(self, ids, name="ids", start=0):
         """Raise a TypeError/ValueError naming the problem unless `ids` are (B, T) token ids.
 
-        Cheap enough for every forward: one min/max pass over the ids.
+        One min/max pass over the ids, read back by the CPU (on a GPU: a wait for the GPU).
+        Every forward checks its ids; generating, tfs.decoding checks once per call and the
+        steps skip it (`check=False`): the tokens it feeds back come from the model itself.
         """
         if not isinstance(ids, torch.Tensor):
             raise TypeError(f"{name} must be a tensor of token ids, got {type(ids).__name__}")
@@ -296,32 +309,36 @@ class Transformer(nn.Module):
                 f"{name} holds token id {bad}, outside the vocabulary 0..{self.vocab_size - 1}"
             )
 
-    def embed(self, ids, start=0):
+    def embed(self, ids, start=0, check=True):
         """Token ids (B, T) -> E[ids] * sqrt(d_model) + positions start..start+T-1, dropout."""
-        self.check_ids(ids, start=start)
+        if check:
+            self.check_ids(ids, start=start)
         positions = self.pe[start : start + ids.shape[1]]  # (T, d_model)
         x = self.embedding(ids) * math.sqrt(self.d_model) + positions  # (B, T, d_model)
         return self.dropout(x)
 
-    def encode(self, src):
-        x = self.embed(src)  # (B, T_src, d_model)
-        src_mask = padding_mask(src, self.pad_id)  # (B, 1, 1, T_src)
+    def encode(self, src, check=True):
+        x = self.embed(src, check=check)  # (B, T_src, d_model)
+        src_mask = padding_mask(src, self.pad_id, x.dtype)  # (B, 1, 1, T_src)
         for layer in self.encoder:
             x = layer(x, src_mask)
         return x  # the memory: (B, T_src, d_model)
 
-    def decode(self, tgt, memory, src, cache=None):
+    def decode(self, tgt, memory, src, cache=None, check=True):
         """Scores for every token at every target position: (B, T_tgt, |V|).
 
         With a `cache` (generation, see tfs.decoding), tgt is the newest token only, (B, 1):
         it gets the position after the cached ones and looks at all of them, so no mask is
-        needed; keys and values of earlier positions come from the cache.
+        needed; keys and values of earlier positions come from the cache. `check=False`
+        skips the check of the token ids (tfs.decoding checks once, before the first step).
         """
         _check_same_batch(tgt, memory, src)
-        src_mask = padding_mask(src, self.pad_id)  # (B, 1, 1, T_src)
+        src_mask = padding_mask(src, self.pad_id, memory.dtype)  # (B, 1, 1, T_src)
         if cache is None:
-            x = self.embed(tgt)  # (B, T_tgt, d_model)
-            tgt_mask = padding_mask(tgt, self.pad_id) + causal_mask(tgt.shape[1], tgt.device)
+            x = self.embed(tgt, check=check)  # (B, T_tgt, d_model)
+            tgt_mask = padding_mask(tgt, self.pad_id, x.dtype) + causal_mask(
+                tgt.shape[1], tgt.device, x.dtype
+            )
             layer_caches = [None] * len(self.decoder)
         else:
             if tgt.dim() != 2 or tgt.shape[1] != 1:
@@ -329,7 +346,7 @@ class Transformer(nn.Module):
                     f"with a cache, decode() takes one new token per sentence, (B, 1); "
                     f"got tgt of shape {tuple(tgt.shape)}"
                 )
-            x = self.embed(tgt, start=cache.length)  # (B, 1, d_model) at position t
+            x = self.embed(tgt, start=cache.length, check=check)  # (B, 1, d_model) at t
             tgt_mask = None  # the cache holds the past only: nothing to hide
             layer_caches = cache.layers
         for layer, layer_cache in zip(self.decoder, layer_caches, strict=True):
