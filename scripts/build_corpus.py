@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import itertools
 import re
 import sys
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -1116,7 +1115,8 @@ def _bought_and():
                 continue
             for f in FOOD[:8]:
                 en = f"{a.en} bought {f[0]}, and {b.en} cooked dinner."
-                ru = f"{a.ru['nom']} {bought[a.gender]} {f[3]}, а {b.ru['nom']} {cooked[b.gender]} ужин."
+                ru = (f"{a.ru['nom']} {bought[a.gender]} {f[3]}, а {b.ru['nom']} "
+                      f"{cooked[b.gender]} ужин.")
                 yield Pair(en, ru, "", (), (a.lemma, f[0]))
 
 

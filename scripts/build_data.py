@@ -1,20 +1,23 @@
 """Build the course's offline data from the corpus in data/corpus/.
 
-Reads the English-Russian pairs written for this project (data/corpus/*.tsv,
-one `en<TAB>ru` pair a line), checks every line, splits the pairs into train
-and validation, writes both splits as Parquet and trains the course's BPE
-tokenizer on them. The outputs are laid out as a Hugging Face Hub cache, so
-that `hf_hub_download(..., cache_dir="data/hub")` serves them offline:
+Reads the English-Russian pairs written by hand for this project
+(data/corpus/*.tsv, one `en<TAB>ru` pair a line), checks every line, splits the
+pairs into train and validation, writes both splits as Parquet and trains a BPE
+tokenizer on them:
 
-    data/hub/datasets--xmarva--tfs-tatoeba-en-ru/snapshots/<rev>/data/train.parquet
-    data/hub/datasets--xmarva--tfs-tatoeba-en-ru/snapshots/<rev>/data/validation.parquet
-    data/hub/models--xmarva--tfs-bpe-en-ru-16k/snapshots/<rev>/tokenizer.json
+    data/corpus/train.parquet        columns en, ru
+    data/corpus/validation.parquet   columns en, ru
+    data/corpus/tokenizer.json       BPE, <pad>=0, <bos>=1, <eos>=2, <unk>=3
+
+These are the course's own data, under its own name. Offline, tfs.hub serves
+them in place of the course's Hub repositories xmarva/tfs-tatoeba-en-ru and
+xmarva/tfs-bpe-en-ru-16k (which are far larger), and prints a line saying so.
 
 The build is deterministic: run it twice and every file is identical, byte
 for byte (with the versions of pyarrow and tokenizers pinned in
 requirements.txt).
 
-    .venv/bin/python scripts/build_data.py              # rebuild data/hub/...
+    .venv/bin/python scripts/build_data.py              # rebuild data/corpus/*.parquet, .json
     .venv/bin/python scripts/build_data.py --out DIR    # build into another folder
 """
 
@@ -35,13 +38,10 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS_DIR = ROOT / "data" / "corpus"
-HUB_DIR = ROOT / "data" / "hub"
+OUT_DIR = CORPUS_DIR  # the derived files sit beside the .tsv files they come from
 
-TOKENIZER_REPO = "xmarva/tfs-bpe-en-ru-16k"
-DATASET_REPO = "xmarva/tfs-tatoeba-en-ru"
-REVISION = "0" * 40  # the shipped snapshots' revision; refs/main points at it
 TOKENIZER_FILE = "tokenizer.json"
-SPLIT_FILES = {"train": "data/train.parquet", "validation": "data/validation.parquet"}
+SPLIT_FILES = {"train": "train.parquet", "validation": "validation.parquet"}
 
 # The sentence the course follows from lesson to lesson; it must be in validation.
 COURSE_PAIR = (
@@ -249,31 +249,14 @@ def check_round_trip(tokenizer: Tokenizer, texts: list[str]) -> None:
             raise RuntimeError(f"{text!r} decodes to {tokenizer.decode(ids)!r}")
 
 
-def repo_folder(hub_dir: Path, repo_id: str, repo_type: str) -> Path:
-    """models--OWNER--NAME or datasets--OWNER--NAME, as huggingface_hub names them."""
-    return Path(hub_dir) / f"{repo_type}s--{repo_id.replace('/', '--')}"
-
-
-def snapshot(hub_dir: Path, repo_id: str, repo_type: str) -> Path:
-    """The folder that holds the repository's files; also writes refs/main."""
-    folder = repo_folder(hub_dir, repo_id, repo_type)
-    (folder / "refs").mkdir(parents=True, exist_ok=True)
-    (folder / "refs" / "main").write_text(REVISION, encoding="ascii")  # no newline, like the Hub
-    path = folder / "snapshots" / REVISION
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def output_paths(hub_dir: Path = HUB_DIR) -> dict[str, Path]:
+def output_paths(out_dir: Path = OUT_DIR) -> dict[str, Path]:
     """Where build() writes each file: keys "tokenizer", "train", "validation"."""
-    dataset = repo_folder(hub_dir, DATASET_REPO, "dataset") / "snapshots" / REVISION
-    model = repo_folder(hub_dir, TOKENIZER_REPO, "model") / "snapshots" / REVISION
-    paths = {split: dataset / name for split, name in SPLIT_FILES.items()}
-    paths["tokenizer"] = model / TOKENIZER_FILE
+    paths = {split: Path(out_dir) / name for split, name in SPLIT_FILES.items()}
+    paths["tokenizer"] = Path(out_dir) / TOKENIZER_FILE
     return paths
 
 
-def build(hub_dir: Path = HUB_DIR, corpus_dir: Path = CORPUS_DIR) -> dict[str, Path]:
+def build(out_dir: Path = OUT_DIR, corpus_dir: Path = CORPUS_DIR) -> dict[str, Path]:
     """Read, check and split the corpus; write both splits and the tokenizer."""
     pairs = read_corpus(corpus_dir)
     train, validation = split_corpus(pairs)
@@ -283,9 +266,7 @@ def build(hub_dir: Path = HUB_DIR, corpus_dir: Path = CORPUS_DIR) -> dict[str, P
     tokenizer = train_tokenizer(texts)
     check_round_trip(tokenizer, texts)
 
-    snapshot(hub_dir, DATASET_REPO, "dataset")
-    snapshot(hub_dir, TOKENIZER_REPO, "model")
-    paths = output_paths(hub_dir)
+    paths = output_paths(out_dir)
     write_parquet(train, paths["train"])
     write_parquet(validation, paths["validation"])
     # pretty=True: one token a line, so a rebuild shows up as a readable diff
@@ -316,7 +297,7 @@ def summary(paths: dict[str, Path]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=HUB_DIR, help="the Hub cache folder")
+    parser.add_argument("--out", type=Path, default=OUT_DIR, help="the output folder")
     args = parser.parse_args(argv)
     try:
         paths = build(args.out)

@@ -1,8 +1,8 @@
-"""The shipped English-Russian corpus and the course tokenizer (data/hub/).
+"""The course's hand-written English-Russian corpus and its tokenizer (data/corpus/).
 
-The files are read the way the lessons read them: through huggingface_hub's
-own hf_hub_download, from the shipped cache, offline. scripts/build_data.py
-made them from data/corpus/*.tsv; the last tests rebuild them and compare.
+scripts/build_data.py made train.parquet, validation.parquet and tokenizer.json
+from data/corpus/*.tsv; the last tests rebuild them and compare. Offline, tfs.hub
+serves them in place of the course's Hub repositories (tests/test_hub.py).
 """
 
 import hashlib
@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from huggingface_hub import hf_hub_download
 from tokenizers import Tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
-HUB_DIR = ROOT / "data" / "hub"
+CORPUS_DIR = ROOT / "data" / "corpus"
 
 spec = importlib.util.spec_from_file_location("build_data", ROOT / "scripts" / "build_data.py")
 build_data = importlib.util.module_from_spec(spec)
@@ -31,16 +30,8 @@ CYRILLIC_WORD = re.compile(r"[А-Яа-яЁё]")
 ANY_LETTER = re.compile(r"[^\W\d_]")  # a letter of any script
 
 
-def download(repo_id, filename, repo_type=None):
-    """The lessons' call, served by the shipped cache only (never the network)."""
-    return hf_hub_download(
-        repo_id, filename, repo_type=repo_type, cache_dir=HUB_DIR, local_files_only=True
-    )
-
-
 def read_split(name):
-    path = download(build_data.DATASET_REPO, f"data/{name}.parquet", repo_type="dataset")
-    table = pq.read_table(path)
+    table = pq.read_table(CORPUS_DIR / f"{name}.parquet")
     assert table.column_names == ["en", "ru"], f"{name}: columns {table.column_names}"
     return list(zip(table.column("en").to_pylist(), table.column("ru").to_pylist(), strict=True))
 
@@ -57,7 +48,7 @@ def validation():
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    return Tokenizer.from_file(download(build_data.TOKENIZER_REPO, "tokenizer.json"))
+    return Tokenizer.from_file(str(CORPUS_DIR / "tokenizer.json"))
 
 
 def words(text):
@@ -74,8 +65,7 @@ def test_sizes(train, validation):
 
 
 def test_columns_are_plain_strings_without_an_index():
-    path = download(build_data.DATASET_REPO, "data/validation.parquet", repo_type="dataset")
-    schema = pq.read_schema(path)
+    schema = pq.read_schema(CORPUS_DIR / "validation.parquet")
     assert [str(schema.field(name).type) for name in schema.names] == ["string", "string"]
     assert b"pandas" not in (schema.metadata or {}), "no pandas metadata, no index column"
 
@@ -178,15 +168,7 @@ def test_every_sentence_round_trips(tokenizer, train, validation):
             assert tokenizer.decode(ids) == text
 
 
-# --- the cache layout and the build -------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "folder", ["models--xmarva--tfs-bpe-en-ru-16k", "datasets--xmarva--tfs-tatoeba-en-ru"]
-)
-def test_refs_main_is_forty_zeros_without_newline(folder):
-    # huggingface_hub reads the file as is: a trailing newline makes it miss the snapshot
-    assert (HUB_DIR / folder / "refs" / "main").read_bytes() == b"0" * 40
+# --- the build -------------------------------------------------------------------
 
 
 def digest(path):
@@ -194,7 +176,7 @@ def digest(path):
 
 
 def test_rebuilding_gives_identical_files(tmp_path):
-    shipped = build_data.output_paths(HUB_DIR)
+    shipped = build_data.output_paths(CORPUS_DIR)
     rebuilt = build_data.build(tmp_path)
     assert rebuilt.keys() == shipped.keys()
     for name in shipped:

@@ -1,8 +1,10 @@
 """tfs.hub: the Hub files the lessons read, online and offline.
 
-Offline tests read the shipped copies in data/ (never writing to them); tests that
-damage files work on a copy in a temporary folder (TFS_DATA_DIR). The online path
-is tested without internet: a small local HTTP server stands in for the Hub.
+Offline tests read the shipped data in data/ (never writing to them): the copied
+configs in data/hub, and the course's own corpus and tokenizer in data/corpus, which
+stand in for the course's Hub repositories under their own name. Tests that damage
+files work on a copy in a temporary folder (TFS_DATA_DIR). The online path is tested
+without internet: a small local HTTP server stands in for the Hub.
 """
 
 import hashlib
@@ -30,8 +32,21 @@ from tfs import hub
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
-SHIPPED_LINE = "Hub files: the copies shipped in data/hub (offline: HF_HUB_OFFLINE is set)"
-UNREACHABLE_LINE = "Hub files: the copies shipped in data/hub (offline: the Hub cannot be reached)"
+SHIPPED_LINE = (
+    "Hub files: offline (HF_HUB_OFFLINE is set); the models' configs are copies shipped in data/hub"
+)
+UNREACHABLE_LINE = (
+    "Hub files: offline (the Hub cannot be reached); the models' configs are copies shipped in "
+    "data/hub"
+)
+CORPUS_LINE = (
+    "offline: the course's own hand-written corpus ({:,} pairs) stands in for "
+    "xmarva/tfs-tatoeba-en-ru"
+)
+TOKENIZER_LINE = (
+    "offline: the course's own tokenizer ({:,} tokens, trained on its hand-written corpus) "
+    "stands in for xmarva/tfs-bpe-en-ru-16k"
+)
 ONLINE_LINE = "Hub files: downloaded from the Hugging Face Hub"
 
 # The values the lessons read, from the facts about the real files (hub-facts.md).
@@ -123,11 +138,27 @@ def offline(monkeypatch):
     hub.reset_source()
 
 
+def copy_data(folder):
+    """Copy what tfs.hub serves offline (data/hub and the corpus's derived files) to folder."""
+    shutil.copytree(DATA / "hub", folder / "hub")
+    for relative in (r for files in hub.STAND_INS.values() for r in files.values()):
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(DATA / relative, folder / relative)
+    return folder
+
+
+def served(folder):
+    """Everything tfs.hub may read offline under `folder`: data/hub and the stand-ins."""
+    stand_ins = [r for files in hub.STAND_INS.values() for r in files.values()]
+    return listing(folder / "hub") | {r: (folder / r).stat().st_size for r in stand_ins} | {
+        r + ":mtime": (folder / r).stat().st_mtime_ns for r in stand_ins
+    }
+
+
 @pytest.fixture
 def data_copy(offline, tmp_path):
-    """A copy of data/hub in a temporary folder (TFS_DATA_DIR), free to damage."""
-    copy = tmp_path / "data"
-    shutil.copytree(DATA / "hub", copy / "hub")
+    """A copy of the shipped data in a temporary folder (TFS_DATA_DIR), free to damage."""
+    copy = copy_data(tmp_path / "data")
     offline.setenv("TFS_DATA_DIR", str(copy))
     return copy
 
@@ -168,7 +199,22 @@ def test_the_real_hf_hub_download_serves_the_shipped_cache(offline):
 )
 def test_every_file_a_lesson_asks_for_is_shipped(offline, repo_type, repo_id, filename):
     path = Path(hub.hf_hub_download(repo_id, filename, repo_type=repo_type))
-    assert path.is_relative_to(DATA / "hub") and path.is_file() and path.stat().st_size > 0
+    assert path.is_file() and path.stat().st_size > 0
+    if (repo_type, repo_id) in hub.STAND_INS:  # the course's own data, under its own name
+        assert path == DATA / hub.STAND_INS[repo_type, repo_id][filename]
+        assert not path.is_relative_to(DATA / "hub")
+    else:  # a copy of a real model's file, in the Hub cache layout
+        assert path.is_relative_to(DATA / "hub")
+
+
+def test_no_stand_in_sits_under_the_name_of_a_real_hub_repository():
+    # The course's own corpus and tokenizer are not copies of xmarva/tfs-*: data/hub holds
+    # only the copied configs, and nothing there is named after the course's repositories.
+    folders = sorted(p.name for p in (DATA / "hub").iterdir() if p.is_dir())
+    assert folders == sorted(
+        f"{kind}s--{repo.replace('/', '--')}" for kind, repo in hub.COPIED_FILES
+    )
+    assert not any("xmarva" in str(p) for p in (DATA / "hub").rglob("*"))
 
 
 def test_offline_file_size_is_the_recorded_one(offline):
@@ -177,7 +223,23 @@ def test_offline_file_size_is_the_recorded_one(offline):
     assert recorded["note"]  # says where the numbers come from
 
 
-def test_course_data_offline_is_the_shipped_corpus(offline):
+def test_course_data_offline_is_the_course_corpus_and_says_so(offline, capsys):
+    pairs = hub.course_pairs("validation")
+    train = pd.read_parquet(DATA / "corpus" / "train.parquet")
+    assert pairs.equals(pd.read_parquet(DATA / "corpus" / "validation.parquet"))
+    tokenizer = hub.course_tokenizer()
+    hub.course_pairs("train")
+    hub.course_tokenizer()  # each stand-in is announced once
+    assert capsys.readouterr().out.splitlines() == [
+        SHIPPED_LINE,
+        CORPUS_LINE.format(len(train) + len(pairs)),
+        TOKENIZER_LINE.format(tokenizer.get_vocab_size()),
+    ]
+    # the course's corpus is far smaller than the repositories it stands in for
+    assert len(train) + len(pairs) < 10_370 and tokenizer.get_vocab_size() < 16_000
+
+
+def test_course_data_offline_has_the_columns_the_lessons_read(offline):
     pairs = hub.course_pairs("validation")
     assert list(pairs.columns) == ["en", "ru"] and len(pairs) >= 200
     assert pairs.index.tolist() == list(range(len(pairs)))
@@ -191,9 +253,10 @@ def test_course_data_offline_is_the_shipped_corpus(offline):
 
 def test_tfs_data_dir_says_where_the_shipped_data_is(data_copy):
     path = Path(hub.hf_hub_download(*hub.COURSE_TOKENIZER))
-    assert path.is_relative_to(data_copy / "hub")
-    assert hub.course_pairs().equals(pd.read_parquet(snapshot_path(
-        data_copy / "hub", "dataset", hub.COURSE_DATASET, "data/validation.parquet")))
+    assert path == data_copy / "corpus" / "tokenizer.json"
+    config = Path(hub.hf_hub_download("openai-community/gpt2", "config.json"))
+    assert config.is_relative_to(data_copy / "hub")
+    assert hub.course_pairs().equals(pd.read_parquet(data_copy / "corpus" / "validation.parquet"))
 
 
 def test_the_source_line_is_printed_once(offline, capsys):
@@ -221,15 +284,16 @@ def test_other_values_of_hf_hub_offline_are_not_offline(monkeypatch, value):
     assert not hub.offline_requested()
 
 
-def test_the_shipped_cache_is_never_written_to(offline, capsys):
-    before = listing(DATA / "hub")
+def test_the_shipped_data_is_never_written_to(offline, capsys):
+    before = served(DATA)
     for (repo_type, repo_id), names in hub.SHIPPED_FILES.items():
         for name in names:
             hub.hf_hub_download(repo_id, name, repo_type=repo_type)
     hub.file_size("Helsinki-NLP/opus-mt-en-ru", "pytorch_model.bin")
     with pytest.raises(FileNotFoundError):
         hub.hf_hub_download("openai-community/gpt2", "model.safetensors")
-    assert listing(DATA / "hub") == before
+    hub.course_pairs("train"), hub.course_tokenizer()
+    assert served(DATA) == before
 
 
 # ---------------------------------------------------------------- offline: clear errors
@@ -245,6 +309,15 @@ def test_an_unknown_file_offline_says_which_files_are_shipped(offline):
         hub.file_size("openai-community/gpt2", "model.safetensors")
     with pytest.raises(FileNotFoundError, match="only the main revision"):
         hub.hf_hub_download("openai-community/gpt2", "config.json", revision="v1.0")
+
+
+@pytest.mark.parametrize("filename", ["tokenizer.json", "validation.parquet", "train.parquet"])
+def test_a_missing_stand_in_names_the_file_and_the_fix(data_copy, filename):
+    removed = data_copy / "corpus" / filename
+    removed.unlink()
+    with pytest.raises(hub.HubFileMissing) as error:
+        hub.course_tokenizer() if filename == "tokenizer.json" else hub.course_pairs("validation")
+    assert str(removed) in str(error.value) and "git checkout -- data/" in str(error.value)
 
 
 @pytest.mark.parametrize(
@@ -272,7 +345,10 @@ def test_a_missing_shipped_file_names_the_file_and_the_fix(data_copy, damage):
 
 
 def damage_file(cache, repo_type, repo_id, filename, data):
-    path = snapshot_path(cache, repo_type, repo_id, filename)
+    if (repo_type, repo_id) in hub.STAND_INS:
+        path = cache.parent / hub.STAND_INS[repo_type, repo_id][filename]
+    else:
+        path = snapshot_path(cache, repo_type, repo_id, filename)
     path.write_bytes(data)
     return path
 
@@ -543,9 +619,8 @@ def fake_hub():
 def test_online_downloads_from_the_hub_into_the_user_cache(tmp_path, fake_hub):
     endpoint, served_config, served_pairs = fake_hub
     user_cache = tmp_path / "user-cache"
-    copy = tmp_path / "data"
-    shutil.copytree(DATA / "hub", copy / "hub")
-    before = listing(copy / "hub")
+    copy = copy_data(tmp_path / "data")
+    before = served(copy)
     lines = run_python(
         """
         import json
@@ -572,7 +647,7 @@ def test_online_downloads_from_the_hub_into_the_user_cache(tmp_path, fake_hub):
     assert result["pairs"] == served_pairs.to_dict("list")
     assert result["pad"] == 0 and result["vocab"] == tiny_tokenizer().get_vocab_size()
     assert (user_cache / "datasets--xmarva--tfs-tatoeba-en-ru").is_dir()
-    assert listing(copy / "hub") == before  # the shipped cache was not touched
+    assert served(copy) == before  # the shipped data was not touched
     assert "HEAD /" in FakeHub.requests  # the one quick probe
     assert "GET /openai-community/gpt2/resolve/main/config.json" in FakeHub.requests
     assert "GET /api/models/Helsinki-NLP/opus-mt-en-ru" in FakeHub.requests

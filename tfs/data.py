@@ -1,8 +1,8 @@
 """The course's generated English–Russian corpus (data/gen_en_ru/), for lesson 05.
 
     from tfs.data import load_pairs, load_tokenizer
-    train = load_pairs("train")          # [{"en": ..., "ru": ..., "structure": ..., "phenomena": ...}]
-    tokenizer = load_tokenizer()         # a tokenizers.Tokenizer: <pad>=0, <bos>=1, <eos>=2
+    train = load_pairs("train")    # [{"en": ..., "ru": ..., "structure": ..., "phenomena": ...}]
+    tokenizer = load_tokenizer()   # a tokenizers.Tokenizer: <pad>=0, <bos>=1, <eos>=2
 
 The corpus ships with the course (it is small); it is found the way `tfs.hub` finds the
 shipped data: in TFS_DATA_DIR if set, else in the checkout's `data/`. How it was made,

@@ -1,17 +1,28 @@
 """Hub files for the lessons: one loading path that works online and offline.
 
 The lessons read a few files from the Hugging Face Hub: four models' `config.json`,
-the size of one weights file, and the course's own tokenizer and sentence pairs.
-The course ships copies of all of them in `data/hub/`, laid out as a Hub cache.
+the size of one weights file, and the course's own tokenizer and sentence pairs
+(the Hub repositories xmarva/tfs-bpe-en-ru-16k and xmarva/tfs-tatoeba-en-ru).
 
 The first time a lesson asks for a file, this module decides where files come from,
 once for the whole process, and prints one line saying which:
 
 - online: the real Hub; downloads go to your usual Hugging Face cache
-  (~/.cache/huggingface), never into `data/hub/`;
-- offline: the shipped copies, when HF_HUB_OFFLINE is set or when the Hub does not
+  (~/.cache/huggingface), never into the course's `data/`;
+- offline: what the course ships, when HF_HUB_OFFLINE is set or when the Hub does not
   answer within PROBE_TIMEOUT_S seconds (so a reader without internet never waits
   through the client's retries).
+
+Offline, two kinds of files are served, and they are named for what they are:
+
+- the four models' `config.json` are copies of the real files (field by field, see
+  data/README.md), kept in `data/hub/` laid out as a Hub cache;
+- the course's own tokenizer and sentence pairs are NOT copies of the Hub repositories
+  (those are far larger: a 16,000-token tokenizer, about half a million pairs). Offline,
+  the course's small hand-written corpus and the tokenizer trained on it (`data/corpus/`)
+  stand in for them, and the first time each is used a line says so, e.g.
+  "offline: the course's own hand-written corpus (1,669 pairs) stands in for
+  xmarva/tfs-tatoeba-en-ru".
 
 The lesson's code is the same in both worlds:
 
@@ -43,19 +54,33 @@ COURSE_TOKENIZER = ("xmarva/tfs-bpe-en-ru-16k", "tokenizer.json")
 COURSE_DATASET = "xmarva/tfs-tatoeba-en-ru"
 SPLITS = ("train", "validation")
 
-#: Every Hub file a lesson asks for, (repo_type, repo_id) -> file names; all are shipped.
-SHIPPED_FILES = {
+#: Real Hub files whose copies the course ships in data/hub (a Hub cache).
+COPIED_FILES = {
     ("model", "openai-community/gpt2"): ("config.json",),
     ("model", "Helsinki-NLP/opus-mt-en-ru"): ("config.json",),
     ("model", "unsloth/Meta-Llama-3.1-8B"): ("config.json",),
     ("model", "deepseek-ai/DeepSeek-V3"): ("config.json",),
-    ("model", COURSE_TOKENIZER[0]): (COURSE_TOKENIZER[1],),
-    ("dataset", COURSE_DATASET): tuple(f"data/{split}.parquet" for split in SPLITS),
 }
+#: The course's own Hub repositories, and the files of the course's own data that stand in
+#: for them offline (paths relative to data/): not copies, smaller data under its own name.
+STAND_INS = {
+    ("model", COURSE_TOKENIZER[0]): {COURSE_TOKENIZER[1]: "corpus/tokenizer.json"},
+    ("dataset", COURSE_DATASET): {
+        f"data/{split}.parquet": f"corpus/{split}.parquet" for split in SPLITS
+    },
+}
+#: Every Hub file a lesson asks for, (repo_type, repo_id) -> file names; all are served offline.
+SHIPPED_FILES = COPIED_FILES | {repo: tuple(files) for repo, files in STAND_INS.items()}
 
 SOURCE_LINES = {
     "online": "Hub files: downloaded from the Hugging Face Hub",
-    "offline": "Hub files: the copies shipped in data/hub (offline: {why})",
+    "offline": "Hub files: offline ({why}); the models' configs are copies shipped in data/hub",
+}
+STAND_IN_LINES = {
+    COURSE_DATASET: "offline: the course's own hand-written corpus ({size:,} pairs) stands in "
+    "for " + COURSE_DATASET,
+    COURSE_TOKENIZER[0]: "offline: the course's own tokenizer ({size:,} tokens, trained on its "
+    "hand-written corpus) stands in for " + COURSE_TOKENIZER[0],
 }
 
 
@@ -68,6 +93,7 @@ class HubFileCorrupt(ValueError):
 
 
 _source: str | None = None
+_announced: set[str] = set()  # the stand-ins whose line was printed in this process
 
 
 # ---------------------------------------------------------------- where the files come from
@@ -89,8 +115,14 @@ def data_dir() -> Path:
 
 
 def shipped_cache() -> Path:
-    """The shipped Hub cache, data/hub (read only: nothing is ever written to it)."""
+    """The shipped Hub cache, data/hub, with the copied configs (read only)."""
     return data_dir() / "hub"
+
+
+def stand_in_path(repo_id: str, filename: str, repo_type: str | None = None) -> Path | None:
+    """The course's own file that stands in for a Hub file offline, or None if there is none."""
+    relative = STAND_INS.get((repo_type or "model", repo_id), {}).get(filename)
+    return None if relative is None else data_dir() / relative
 
 
 def endpoint() -> str:
@@ -167,6 +199,7 @@ def reset_source() -> None:
     """Forget the decision, so the next call decides (and prints) again. For tests."""
     global _source
     _source = None
+    _announced.clear()
 
 
 def _switch_to_shipped(what: str, error: Exception) -> None:
@@ -174,7 +207,7 @@ def _switch_to_shipped(what: str, error: Exception) -> None:
     _source = "offline"
     _tell_huggingface_hub_offline()
     name = type(error).__name__
-    print(f"Hub files: {what} failed ({name}); using the copies shipped in data/hub")
+    print(f"Hub files: {what} failed ({name}); offline from now on (the course's shipped data)")
 
 
 def _network_error(error: Exception) -> bool:
@@ -214,9 +247,9 @@ def _shipped_list() -> str:
 
 
 def _into_shipped_cache(path) -> bool:
-    """True if `path` lies in the shipped cache (False when there is no shipped data)."""
+    """True if `path` lies in the shipped data/ (False when there is no shipped data)."""
     try:
-        Path(path).resolve().relative_to(shipped_cache().resolve())
+        Path(path).resolve().relative_to(data_dir().resolve())
     except (ValueError, HubFileMissing):
         return False
     return True
@@ -256,9 +289,11 @@ def hf_hub_download(repo_id: str, filename: str, repo_type: str | None = None, *
     """The local path of a Hub file, like `huggingface_hub.hf_hub_download`.
 
     Online, the real `hf_hub_download(repo_id, filename, repo_type=..., **kwargs)`: the file
-    is downloaded into your usual cache. Offline (see `source()`), the shipped copy in
-    data/hub; of the keyword arguments only `revision` matters there. If an online
-    download fails because the Hub went away, a shipped copy is used instead.
+    is downloaded into your usual cache. Offline (see `source()`), a model's config is the
+    copy shipped in data/hub, and a file of the course's own repositories is the course's own
+    stand-in for it (a line says so the first time); of the keyword arguments only `revision`
+    matters there. If an online download fails because the Hub went away, the shipped file
+    is used instead.
     """
     repo_type = _check_args(repo_id, filename, repo_type)
     if source() == "online":
@@ -269,7 +304,7 @@ def hf_hub_download(repo_id: str, filename: str, repo_type: str | None = None, *
         if _into_shipped_cache(cache_dir):
             raise ValueError(
                 f"refusing to download into the shipped cache {cache_dir}: unset HF_HUB_CACHE "
-                "(or pass another cache_dir); data/hub is kept as shipped"
+                "(or pass another cache_dir); the course's data/ is kept as shipped"
             )
         try:
             return huggingface_hub.hf_hub_download(repo_id, filename, repo_type=repo_type, **kwargs)
@@ -281,12 +316,10 @@ def hf_hub_download(repo_id: str, filename: str, repo_type: str | None = None, *
 
 
 def _shipped_file(repo_id: str, filename: str, repo_type: str, revision=None) -> Path:
-    """The shipped copy of a Hub file, served by the real hf_hub_download from data/hub."""
+    """The file served offline: a copied config (through the real hf_hub_download, from
+    data/hub) or the course's own stand-in for a file of its Hub repositories."""
     import huggingface_hub
 
-    cache = shipped_cache()
-    if not cache.is_dir():
-        raise HubFileMissing(f"the shipped Hub cache {cache} is missing; {RESTORE}")
     if revision not in (None, "main", SHIPPED_REVISION):
         raise HubFileMissing(f"only the main revision is shipped, not {revision!r}")
     if not _is_shipped(repo_id, filename, repo_type):
@@ -294,6 +327,16 @@ def _shipped_file(repo_id: str, filename: str, repo_type: str, revision=None) ->
             f"{repo_id} ({repo_type}): {filename} is not shipped with the course, so it needs "
             f"the internet (unset HF_HUB_OFFLINE). Shipped files: {_shipped_list()}"
         )
+    stand_in = stand_in_path(repo_id, filename, repo_type)
+    if stand_in is not None:
+        if not stand_in.is_file():
+            raise HubFileMissing(f"the shipped file {stand_in} is missing; {RESTORE}")
+        _check_readable(stand_in)
+        _announce(repo_id)
+        return stand_in
+    cache = shipped_cache()
+    if not cache.is_dir():
+        raise HubFileMissing(f"the shipped Hub cache {cache} is missing; {RESTORE}")
     try:
         path = huggingface_hub.hf_hub_download(
             repo_id,
@@ -310,6 +353,34 @@ def _shipped_file(repo_id: str, filename: str, repo_type: str, revision=None) ->
         raise HubFileMissing(f"the shipped file {missing} is missing; {RESTORE}") from None
     _check_readable(Path(path))
     return Path(path)
+
+
+def _announce(repo_id: str) -> None:
+    """Print, once per process, which of the course's own data stands in for `repo_id`."""
+    if repo_id in _announced:
+        return
+    _announced.add(repo_id)
+    if repo_id == COURSE_DATASET:
+        import pyarrow.parquet as pq
+
+        size = 0
+        for relative in STAND_INS["dataset", COURSE_DATASET].values():
+            path = data_dir() / relative
+            try:
+                size += pq.read_metadata(path).num_rows
+            except Exception as error:  # pyarrow's errors are not for the reader
+                if not path.is_file():
+                    raise HubFileMissing(f"the shipped file {path} is missing; {RESTORE}") from None
+                raise _corrupt(path, error) from None
+    else:
+        from tokenizers import Tokenizer
+
+        path = stand_in_path(*COURSE_TOKENIZER)
+        try:
+            size = Tokenizer.from_file(str(path)).get_vocab_size()
+        except Exception as error:  # the tokenizers library raises a plain Exception
+            raise _corrupt(path, error) from None
+    print(STAND_IN_LINES[repo_id].format(size=size))
 
 
 def file_size(repo_id: str, filename: str) -> int:
@@ -367,7 +438,8 @@ def _recorded_sizes() -> dict:
 def course_tokenizer():
     """The course's BPE tokenizer (English and Russian), a `tokenizers.Tokenizer`.
 
-    From the Hub repository xmarva/tfs-bpe-en-ru-16k online, the shipped one offline.
+    From the Hub repository xmarva/tfs-bpe-en-ru-16k online (16,000 tokens); offline, the
+    course's own smaller tokenizer stands in for it (a line says so and gives its size).
     """
     from tokenizers import Tokenizer
 
@@ -382,7 +454,8 @@ def course_pairs(split: str = "validation"):
     """The course's English–Russian sentence pairs: a pandas DataFrame with columns en, ru.
 
     `split` is "train" or "validation". From the Hub dataset xmarva/tfs-tatoeba-en-ru
-    online, the shipped corpus offline (print its size rather than assuming it).
+    online; offline, the course's own hand-written corpus stands in for it (a line says so
+    and gives its size; print a split's size rather than assuming it).
     """
     if not isinstance(split, str):
         raise TypeError(f"split must be a string, got {type(split).__name__}: {split!r}")
