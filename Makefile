@@ -1,6 +1,11 @@
-# The course's two commands:
+# The course's three commands:
 #   make course   run every lesson headless (papermill) into build/course/
-#   make test     lint + unit tests of tfs + output regression of every lesson (nbval)
+#   make test     lint (code and workflow files) + unit tests of tfs + output regression
+#                 of every lesson (nbval)
+#   make lab      open the lessons in JupyterLab with the course's kernel ("tfs-course")
+# And the weekly check (.github/workflows/latest.yml):
+#   make latest   every lesson, asserts only, against the newest releases of the
+#                 dependencies, in a separate venv (build/venv-latest)
 # Options:
 #   make course LESSON=02               only the lessons whose file name starts with 02
 #   make course PARAMS="SEED=7"         parameters passed to every lesson (papermill -p)
@@ -12,13 +17,16 @@ STAMP  := $(VENV)/.installed
 LESSON ?=
 PARAMS ?=
 NB     ?= notebooks/*.ipynb
+LATEST := build/venv-latest
+# Options for `make latest`: HOLD="torch" keeps those packages at requirements.txt's pins.
+HOLD   ?=
 
 # Every run the course makes is headless: no progress bars in stored outputs,
 # and the Hugging Face Hub is never contacted during tests.
 export TFS_QUIET := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: course test lint unit nbval execute setup clean
+.PHONY: course test lab latest lint unit nbval execute setup clean
 
 setup: $(STAMP)
 
@@ -26,6 +34,7 @@ $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(BIN)/python scripts/lab.py --register
 	touch $(STAMP)
 
 course: $(STAMP)
@@ -33,6 +42,19 @@ course: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(wildcard tfs tests notebooks scripts benchmarks)
+	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+
+# JupyterLab on notebooks/, with the course's kernel (scripts/lab.py says where and why).
+lab: $(STAMP)
+	$(BIN)/python scripts/lab.py
+
+# The newest releases of the course's dependencies (unpinned), in their own venv;
+# every lesson runs with papermill and its asserts, without output comparison.
+latest:
+	test -x $(LATEST)/bin/python || $(PYTHON) -m venv $(LATEST)
+	$(LATEST)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip packaging
+	HF_HUB_OFFLINE=1 $(LATEST)/bin/python scripts/latest.py $(foreach h,$(HOLD),--hold $(h)) \
+		$(if $(LESSON),--lesson $(LESSON))
 
 test: $(STAMP) lint
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest tests notebooks \

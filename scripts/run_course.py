@@ -37,6 +37,18 @@ def parse_parameter(text: str) -> tuple[str, object]:
         return name, value
 
 
+def describe_failure(error: Exception) -> str:
+    """One line: the failing cell (its number and first line) and the error it raised."""
+    lines = str(error).strip().splitlines()
+    if not hasattr(error, "cell_index"):  # not an error inside a cell (papermill's own)
+        return lines[-1] if lines else type(error).__name__
+    first_line = next((line for line in error.source.splitlines() if line.strip()), "")
+    if len(first_line) > 60:
+        first_line = first_line[:57] + "..."
+    return (f"cell {error.cell_index} (In [{error.exec_count}]: {first_line.strip()!r}) "
+            f"raised {error.ename}: {error.evalue}")
+
+
 def lessons(prefix: str | None) -> list[Path]:
     found = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     if prefix:
@@ -81,12 +93,15 @@ def main(argv: list[str] | None = None) -> int:
             )
             status = "ok"
         except Exception as error:  # papermill raises PapermillExecutionError and friends
-            first_line = str(error).strip().splitlines()
             status = "FAILED"
-            detail = first_line[-1] if first_line else type(error).__name__
+            detail = describe_failure(error)
         seconds = time.perf_counter() - start
         results.append((path.stem, seconds, status))
         print(f"{status} ({seconds:.1f} s)" + ("" if status == "ok" else f": {detail}"), flush=True)
+        if status != "ok" and os.environ.get("GITHUB_ACTIONS") == "true":
+            # An annotation on the workflow run's page, pointing at the lesson.
+            message = detail.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+            print(f"::error file=notebooks/{path.name},title={path.stem} failed::{message}")
 
     width = max(len(name) for name, _, _ in results)
     print()
