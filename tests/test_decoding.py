@@ -297,6 +297,8 @@ def test_log_probability_adds_the_log_probabilities_up_to_eos(trained_model):
         (lambda m, s: beam_search(m, s, BOS, EOS, beam_size=2.0), TypeError, "beam_size"),
         (lambda m, s: beam_search(m, s, BOS, EOS, length_penalty="1"), TypeError, "length_penalty"),
         (lambda m, s: greedy(m, s, PAD, EOS), ValueError, "bos_id"),
+        (lambda m, s: greedy(m, s, None, EOS), ValueError, "bos_id is None"),
+        (lambda m, s: greedy(m, s, BOS, PAD), ValueError, "eos_id"),
         (lambda m, s: greedy(m, s, BOS, VOCAB), ValueError, "eos_id"),
         (lambda m, s: greedy(m, s.float(), BOS, EOS), TypeError, "integer token ids"),
         (lambda m, s: greedy(m, s[0], BOS, EOS), ValueError, r"\(B, T\)"),
@@ -305,7 +307,8 @@ def test_log_probability_adds_the_log_probabilities_up_to_eos(trained_model):
          "use_cache"),
     ],
     ids=["max_len-0", "max_len-negative", "max_len-beyond-positions", "max_len-float",
-         "beam_size-0", "beam_size-float", "length_penalty-str", "bos-is-pad", "eos-outside",
+         "beam_size-0", "beam_size-float", "length_penalty-str", "bos-is-pad", "bos-none",
+         "eos-is-pad", "eos-outside",
          "float-src", "1-d-src", "not-a-model", "cache-without-cache"],
 )
 def test_bad_arguments_are_rejected_with_their_name(call, error, words):

@@ -7,11 +7,14 @@ import torch
 import torch.nn as nn
 
 from tfs.model import (
+    CrossAttentionCache,
     DecoderLayer,
     EncoderLayer,
     FeedForward,
     MultiHeadAttention,
+    SelfAttentionCache,
     Transformer,
+    Variant,
     attention,
     causal_mask,
     copy_to_torch,
@@ -324,6 +327,110 @@ def test_a_bfloat16_model_keeps_its_attention_weights_and_masks_follow_its_dtype
     assert torch.allclose(explicit[real].float(), reference[real], atol=0.2)
     assert padding_mask(src, PAD, torch.bfloat16).dtype == torch.bfloat16
     assert causal_mask(3, dtype=torch.float16).dtype == torch.float16
+
+
+# --- what a real model does differently: Variant ---------------------------------------------
+
+
+def test_the_default_variant_is_the_papers_model():
+    assert Variant() == Variant("relu", True, "interleaved", False, None)
+    model = small_model()
+    assert model.variant == Variant()
+    assert not hasattr(model, "output_bias")  # the default state_dict has no extra entry
+
+
+def test_marians_variant_swish_halves_table_unscaled_embeddings_and_output_bias():
+    torch.manual_seed(0)
+    variant = Variant(activation="swish", scale_embeddings=False, positions="halves",
+                      output_bias=True, decoder_start_id=PAD)
+    model = Transformer(23, D_MODEL, N_HEADS, D_FF, 1, 0.0, PAD, 32, variant=variant).eval()
+    default = small_model(n_layers=1)
+    assert [n for n, _ in model.named_parameters()] == [n for n, _ in default.named_parameters()]
+    assert sorted(model.state_dict()) == sorted([*default.state_dict(), "output_bias"])
+    assert "output_bias" not in dict(model.named_parameters())  # loaded, not trained
+    # the feed-forward: linear, SiLU, linear
+    ff = model.encoder[0].feed_forward
+    x = torch.randn(3, D_MODEL)
+    expected = ff.linear2(torch.nn.functional.silu(ff.linear1(x)))
+    assert torch.allclose(ff(x), expected) and not torch.allclose(ff(x), default.encoder[0]
+                                                                 .feed_forward(x))
+    # the table: sines in the first half, cosines in the second, positions from 0
+    pos, i = 7, 3
+    angle = pos / 10_000 ** (2 * i / D_MODEL)
+    assert math.isclose(model.pe[pos, i].item(), math.sin(angle), abs_tol=1e-6)
+    assert math.isclose(model.pe[pos, D_MODEL // 2 + i].item(), math.cos(angle), abs_tol=1e-6)
+    assert torch.equal(model.pe[0, : D_MODEL // 2], torch.zeros(D_MODEL // 2))
+    # embeddings not scaled; the bias is added to every score
+    ids = padded_ids([4, 2])
+    assert torch.allclose(model.embed(ids), model.embedding.weight[ids] + model.pe[:4])
+    with torch.no_grad():
+        model.output_bias.normal_()
+        tgt = padded_ids([3, 3], seed=1)
+        tgt[:, 0] = PAD  # Marian's decoder starts from <pad>: never hidden
+        scores = model(ids, tgt)
+        assert scores.isfinite().all()
+        bias = model.output_bias.clone()
+        model.output_bias.zero_()
+        without = model(ids, tgt)
+    assert torch.allclose(scores - without, bias.expand_as(scores), atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        ({"activation": "gelu"}, ValueError, "activation"),
+        ({"positions": "rotary"}, ValueError, "positions"),
+        ({"output_bias": 1}, TypeError, "output_bias"),
+        ({"decoder_start_id": 1.0}, TypeError, "decoder_start_id"),
+    ],
+)
+def test_bad_variants_are_rejected_with_their_name(kwargs, error, words):
+    with pytest.raises(error, match=words):
+        Variant(**kwargs)
+
+
+def test_a_variant_must_fit_the_model():
+    with pytest.raises(ValueError, match="decoder_start_id"):
+        Transformer(23, D_MODEL, N_HEADS, D_FF, 1, 0.0, PAD, variant=Variant(decoder_start_id=23))
+    with pytest.raises(TypeError, match="Variant"):
+        Transformer(23, D_MODEL, N_HEADS, D_FF, 1, 0.0, PAD, variant={"activation": "swish"})
+
+
+# --- the KV cache belongs to the attention ------------------------------------------------------
+
+
+def test_self_attention_appends_one_position_per_step_and_equals_the_causal_mask():
+    torch.manual_seed(0)
+    attention_layer = MultiHeadAttention(D_MODEL, N_HEADS).eval()
+    x = torch.randn(2, 6, D_MODEL)
+    with torch.no_grad():
+        full = attention_layer(x, x, causal_mask(6))
+        cache = SelfAttentionCache(2, N_HEADS, D_MODEL // N_HEADS, max_len=6, like=x)
+        steps = []
+        for t in range(6):
+            steps.append(attention_layer(x[:, t : t + 1], x[:, t : t + 1], None, cache))
+            assert cache.length == t + 1
+    assert torch.allclose(torch.cat(steps, dim=1), full, atol=1e-5)
+    keys, _ = cache.filled()
+    expected_keys = attention_layer.split_heads(attention_layer.w_k(x))
+    assert torch.allclose(keys, expected_keys, atol=1e-6)
+    with pytest.raises(ValueError, match="cache is full"):
+        attention_layer(x[:, :1], x[:, :1], None, cache)
+
+
+def test_cross_attention_projects_the_memory_once():
+    torch.manual_seed(0)
+    attention_layer = MultiHeadAttention(D_MODEL, N_HEADS).eval()
+    memory = torch.randn(2, 5, D_MODEL)
+    cache = CrossAttentionCache()
+    with torch.no_grad():
+        first = attention_layer(torch.randn(2, 1, D_MODEL), memory, None, cache)
+        keys = cache.keys
+        y = torch.randn(2, 1, D_MODEL)
+        # later steps read the stored keys and values, whatever memory they are handed
+        assert torch.equal(attention_layer(y, torch.zeros_like(memory), None, cache),
+                           attention_layer(y, memory))
+    assert cache.keys is keys and first.shape == (2, 1, D_MODEL)
 
 
 # --- clear errors for the usual mistakes --------------------------------------------------------

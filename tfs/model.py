@@ -21,21 +21,74 @@ Conventions
   which never materialises the weights. Set `keep_weights = True` on a `MultiHeadAttention`
   (or call `model.keep_attention_weights()` for all of them) and every call keeps its
   weights, (B, h, T_q, T_k), in `.weights` for plotting; otherwise `.weights` is None.
-- Generating one token at a time, `Transformer.decode` takes a `cache` (a
-  `tfs.decoding.KVCache`): the decoder then reads the keys and values it computed at earlier
-  steps instead of recomputing them (see tfs.decoding).
+- Generating one token at a time, `Transformer.decode` takes a `cache` (a `KVCache`, one
+  `LayerCache` per decoder layer): each attention keeps its own keys and values in it. The
+  self-attention appends the newest position's key and value at every step and reads all
+  of them; the cross-attention projects the encoder's memory once, at the first step, and
+  reads it from then on. tfs.decoding decides what to generate; the cache lives here.
+- `Variant`: what a real model does differently from the 2017 paper (the defaults are the
+  paper's and the course's). tfs.marian builds the variant of Hugging Face's Marian models
+  (opus-mt-*), so that their weights load into this code.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 ID_DTYPES = (torch.long, torch.int32)  # the integer types nn.Embedding accepts
+ACTIVATIONS = ("relu", "swish")
+POSITION_LAYOUTS = ("interleaved", "halves")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What a real model does differently from the 2017 paper; the defaults are the paper's.
+
+    Each field is one difference, here with the values of Marian (opus-mt-*, read from
+    transformers' models/marian/modeling_marian.py):
+
+    - activation: the feed-forward's nonlinearity, "relu" (paper) or "swish", i.e. SiLU,
+      x * sigmoid(x) (opus-mt-en-ru's `activation_function`).
+    - scale_embeddings: multiply the embeddings by sqrt(d_model) (paper; Marian's
+      `scale_embedding: true`), or use them as they are (False).
+    - positions: the sinusoidal table's layout, "interleaved" (paper: sin at even entries,
+      cos at odd) or "halves" (Marian: all sines in the first d_model/2 entries, all cosines
+      in the second). Both count positions from 0 (Marian too; BART's learned table starts
+      at 2), with the same frequencies 10000^(-2i/d_model).
+    - output_bias: add a bias, one number per token, to the output scores (Marian's
+      `final_logits_bias`: a buffer loaded with the weights, not trained, so not a parameter).
+    - decoder_start_id: None: the decoder starts from the <bos> that greedy/beam_search are
+      given (the course); a token id: it always starts from this token (Marian starts from
+      <pad>, its `decoder_start_token_id`); the target's first position is never masked.
+    """
+
+    activation: str = "relu"
+    scale_embeddings: bool = True
+    positions: str = "interleaved"
+    output_bias: bool = False
+    decoder_start_id: int | None = None
+
+    def __post_init__(self):
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
+        if self.positions not in POSITION_LAYOUTS:
+            raise ValueError(
+                f"positions must be one of {POSITION_LAYOUTS}, got {self.positions!r}"
+            )
+        for name in ("scale_embeddings", "output_bias"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        start = self.decoder_start_id
+        is_id = isinstance(start, numbers.Integral) and not isinstance(start, bool)
+        if start is not None and not is_id:
+            raise TypeError(f"decoder_start_id must be a token id or None, got {start!r}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -106,15 +159,24 @@ def causal_mask(length, device=None, dtype=torch.float32):
     return upper.triu(diagonal=1)[None, None, :, :]  # (1, 1, T, T): same for every sentence
 
 
-def positional_encoding(max_len, d_model):
+def positional_encoding(max_len, d_model, layout="interleaved"):
     """The sinusoidal positions of the paper, (max_len, d_model).
 
     Entries 2i and 2i+1 of position pos are sin and cos of pos * 10000^(-2i / d_model).
+    `layout="halves"` (Marian): entry i is the sine and entry d_model/2 + i the cosine of the
+    same angle, computed in float64 as transformers does, then rounded to float32.
     """
     max_len = _check_int(max_len, "max_len")
     d_model = _check_int(d_model, "d_model")
     if d_model % 2 != 0:
         raise ValueError(f"d_model must be even (sines and cosines come in pairs), got {d_model}")
+    if layout not in POSITION_LAYOUTS:
+        raise ValueError(f"layout must be one of {POSITION_LAYOUTS}, got {layout!r}")
+    if layout == "halves":
+        positions = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)  # (max_len, 1)
+        wavelengths = 10_000 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+        angles = positions / wavelengths  # (max_len, d_model / 2)
+        return torch.cat([torch.sin(angles), torch.cos(angles)], dim=1).float()
     positions = torch.arange(max_len).unsqueeze(1)  # (max_len, 1)
     frequencies = 10_000 ** (-torch.arange(0, d_model, 2) / d_model)  # (d_model / 2,)
     angles = positions * frequencies  # (max_len, d_model / 2)
@@ -156,12 +218,16 @@ class MultiHeadAttention(nn.Module):
         return x.transpose(1, 2).reshape(batch, length, -1)  # (B, T, d_model)
 
     def forward(self, x_query, x_key_value, mask=None, cache=None):
+        """`cache` (generation only): this attention's `SelfAttentionCache` or
+        `CrossAttentionCache`, see `KVCache`."""
         q = self.split_heads(self.w_q(x_query))  # (B, h, T_q, d_k)
-        if cache is None:
+        if isinstance(cache, CrossAttentionCache) and cache.filled:
+            k, v = cache.keys, cache.values  # the memory's, projected at the first step
+        else:
             k = self.split_heads(self.w_k(x_key_value))  # (B, h, T_k, d_k)
             v = self.split_heads(self.w_v(x_key_value))
-        else:  # generating: the cache returns the keys and values of every position so far
-            k, v = cache.keys_values(self, x_key_value)
+            if cache is not None:  # generating: keep them for the next steps
+                k, v = cache.append(k, v)  # self-attention: every position so far
         if mask is not None and mask.dtype != q.dtype:  # e.g. float32 masks under autocast
             mask = mask.to(q.dtype)
         if self.keep_weights:
@@ -174,15 +240,20 @@ class MultiHeadAttention(nn.Module):
 
 
 class FeedForward(nn.Module):
-    """Every position on its own: widen to d_ff, ReLU, narrow back to d_model."""
+    """Every position on its own: widen to d_ff, ReLU (or SiLU, "swish"), narrow back."""
 
-    def __init__(self, d_model, d_ff):
+    def __init__(self, d_model, d_ff, activation="relu"):
         super().__init__()
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
         self.linear1 = nn.Linear(_check_int(d_model, "d_model"), _check_int(d_ff, "d_ff"))
         self.linear2 = nn.Linear(d_ff, d_model)
+        self.activation = activation
 
     def forward(self, x):
-        return self.linear2(torch.relu(self.linear1(x)))  # (B, T, d_model)
+        hidden = self.linear1(x)  # (B, T, d_ff)
+        hidden = torch.relu(hidden) if self.activation == "relu" else F.silu(hidden)
+        return self.linear2(hidden)  # (B, T, d_model)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -192,10 +263,10 @@ class FeedForward(nn.Module):
 class EncoderLayer(nn.Module):
     """Self-attention, then feed-forward, each as LayerNorm(x + Dropout(Sublayer(x)))."""
 
-    def __init__(self, d_model, n_heads, d_ff, dropout):
+    def __init__(self, d_model, n_heads, d_ff, dropout, activation="relu"):
         super().__init__()
         self.self_attention = MultiHeadAttention(d_model, n_heads)
-        self.feed_forward = FeedForward(d_model, d_ff)
+        self.feed_forward = FeedForward(d_model, d_ff, activation)
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
         self.dropout = nn.Dropout(_check_dropout(dropout))
@@ -209,15 +280,15 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention to the memory, feed-forward; post-LN.
 
-    `cache` (generation only): a `tfs.decoding.LayerCache` holding this layer's keys and
-    values from earlier steps; x is then the newest position only, (B, 1, d_model).
+    `cache` (generation only): the layer's `LayerCache`, where its two attentions keep
+    their keys and values between steps; x is then the newest position only, (B, 1, d_model).
     """
 
-    def __init__(self, d_model, n_heads, d_ff, dropout):
+    def __init__(self, d_model, n_heads, d_ff, dropout, activation="relu"):
         super().__init__()
         self.self_attention = MultiHeadAttention(d_model, n_heads)
         self.cross_attention = MultiHeadAttention(d_model, n_heads)
-        self.feed_forward = FeedForward(d_model, d_ff)
+        self.feed_forward = FeedForward(d_model, d_ff, activation)
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
         self.norm3 = nn.LayerNorm(d_model)
@@ -239,13 +310,18 @@ class Transformer(nn.Module):
     `forward(src, tgt)`: src (B, T_src) and tgt (B, T_tgt) token ids, right-padded with
     pad_id; returns the scores (B, T_tgt, |V|) of the next token at every target position.
     `encode` and `decode` are its two halves, so that translation encodes once and decodes
-    many times.
+    many times. `variant` (a `Variant`, keyword only): what differs from the 2017 paper, for
+    real models' weights (see tfs.marian); the default is the paper's model.
     """
 
     def __init__(
-        self, vocab_size, d_model, n_heads, d_ff, n_layers, dropout, pad_id, max_len=256
+        self, vocab_size, d_model, n_heads, d_ff, n_layers, dropout, pad_id, max_len=256,
+        *, variant=None,
     ):
         super().__init__()
+        variant = Variant() if variant is None else variant
+        if not isinstance(variant, Variant):
+            raise TypeError(f"variant must be a tfs.model.Variant, got {type(variant).__name__}")
         vocab_size = _check_int(vocab_size, "vocab_size")
         d_model, n_heads = _check_heads(d_model, n_heads)
         n_layers = _check_int(n_layers, "n_layers")
@@ -256,21 +332,33 @@ class Transformer(nn.Module):
             raise ValueError(
                 f"pad_id must be in the vocabulary 0..{vocab_size - 1}, got {pad_id}"
             )
+        start = variant.decoder_start_id
+        if start is not None and not 0 <= start < vocab_size:
+            raise ValueError(
+                f"variant.decoder_start_id must be in the vocabulary 0..{vocab_size - 1}, "
+                f"got {start}"
+            )
         self.vocab_size = vocab_size
         self.d_model = d_model
         self.pad_id = int(pad_id)
+        self.variant = variant
         self.embedding = nn.Embedding(vocab_size, d_model)  # E: source, target and output
         nn.init.normal_(self.embedding.weight, mean=0.0, std=d_model**-0.5)
         # the positional encoding is fixed, not trained: a buffer, not a parameter; computed,
         # so not saved with the weights (they load into a model with another max_len)
-        self.register_buffer("pe", positional_encoding(max_len, d_model), persistent=False)
+        self.register_buffer(
+            "pe", positional_encoding(max_len, d_model, variant.positions), persistent=False
+        )
+        activation = variant.activation
         self.encoder = nn.ModuleList(
-            [EncoderLayer(d_model, n_heads, d_ff, dropout) for _ in range(n_layers)]
+            [EncoderLayer(d_model, n_heads, d_ff, dropout, activation) for _ in range(n_layers)]
         )
         self.decoder = nn.ModuleList(
-            [DecoderLayer(d_model, n_heads, d_ff, dropout) for _ in range(n_layers)]
+            [DecoderLayer(d_model, n_heads, d_ff, dropout, activation) for _ in range(n_layers)]
         )
         self.dropout = nn.Dropout(dropout)
+        if variant.output_bias:  # Marian's final_logits_bias: loaded, saved, not trained
+            self.register_buffer("output_bias", torch.zeros(vocab_size))
 
     @property
     def max_len(self):
@@ -310,12 +398,17 @@ class Transformer(nn.Module):
             )
 
     def embed(self, ids, start=0, check=True):
-        """Token ids (B, T) -> E[ids] * sqrt(d_model) + positions start..start+T-1, dropout."""
+        """Token ids (B, T) -> E[ids] * sqrt(d_model) + positions start..start+T-1, dropout.
+
+        (Without the sqrt(d_model) if `variant.scale_embeddings` is False.)
+        """
         if check:
             self.check_ids(ids, start=start)
         positions = self.pe[start : start + ids.shape[1]]  # (T, d_model)
-        x = self.embedding(ids) * math.sqrt(self.d_model) + positions  # (B, T, d_model)
-        return self.dropout(x)
+        x = self.embedding(ids)  # (B, T, d_model)
+        if self.variant.scale_embeddings:
+            x = x * math.sqrt(self.d_model)
+        return self.dropout(x + positions)
 
     def encode(self, src, check=True):
         x = self.embed(src, check=check)  # (B, T_src, d_model)
@@ -336,9 +429,11 @@ class Transformer(nn.Module):
         src_mask = padding_mask(src, self.pad_id, memory.dtype)  # (B, 1, 1, T_src)
         if cache is None:
             x = self.embed(tgt, check=check)  # (B, T_tgt, d_model)
-            tgt_mask = padding_mask(tgt, self.pad_id, x.dtype) + causal_mask(
-                tgt.shape[1], tgt.device, x.dtype
-            )
+            tgt_padding = padding_mask(tgt, self.pad_id, x.dtype)  # (B, 1, 1, T_tgt)
+            # the first input is the decoder's start token: never hidden, even when it is
+            # <pad> (Marian starts from <pad>); the course's <bos> is never hidden anyway
+            tgt_padding[..., 0] = 0.0
+            tgt_mask = tgt_padding + causal_mask(tgt.shape[1], tgt.device, x.dtype)
             layer_caches = [None] * len(self.decoder)
         else:
             if tgt.dim() != 2 or tgt.shape[1] != 1:
@@ -353,11 +448,15 @@ class Transformer(nn.Module):
             x = layer(x, memory, src_mask, tgt_mask, layer_cache)  # (B, T_tgt, d_model)
         E = self.embedding.weight  # (|V|, d_model): the output layer is the embedding
         if cache is None:
-            return x @ E.T  # scores for every token: (B, T_tgt, |V|)
-        cache.length += 1
-        # one position per sentence: E @ x^T (the same numbers) reads E row after row,
-        # which is faster than x @ E^T when x has only B rows
-        return (E @ x[:, 0].T).T[:, None, :]  # (B, 1, |V|)
+            scores = x @ E.T  # scores for every token: (B, T_tgt, |V|)
+        else:
+            cache.length += 1
+            # one position per sentence: E @ x^T (the same numbers) reads E row after row,
+            # which is faster than x @ E^T when x has only B rows
+            scores = (E @ x[:, 0].T).T[:, None, :]  # (B, 1, |V|)
+        if self.variant.output_bias:
+            scores = scores + self.output_bias  # Marian's final_logits_bias
+        return scores
 
     def forward(self, src, tgt):
         _check_same_batch(tgt, None, src)
@@ -374,6 +473,112 @@ class Transformer(nn.Module):
                 module.keep_weights = bool(keep)
                 module.weights = None
         return self
+
+
+# ---------------------------------------------------------------------------------------------
+# the KV cache (lesson 03, "The KV cache"): what each attention keeps between generation steps
+
+
+class SelfAttentionCache:
+    """A decoder self-attention's keys and values of the positions generated so far.
+
+    Room for `max_len` positions is reserved up front; `length` of them are filled.
+    `MultiHeadAttention.forward` appends the newest position's key and value at every step.
+    """
+
+    def __init__(self, batch, n_heads, d_k, max_len, like):
+        self.keys = like.new_empty(batch, n_heads, max_len, d_k)  # (B, h, max_len, d_k)
+        self.values = like.new_empty(batch, n_heads, max_len, d_k)
+        self.length = 0
+
+    def append(self, keys, values):
+        """Write this step's keys and values (B, h, 1, d_k); return those of every position."""
+        t = self.length
+        if t == self.keys.shape[2]:
+            raise ValueError(f"the KV cache is full: it has room for {t} positions (max_len)")
+        self.keys[:, :, t : t + 1] = keys
+        self.values[:, :, t : t + 1] = values
+        self.length = t + 1
+        return self.filled()
+
+    def filled(self):
+        t = self.length
+        return self.keys[:, :, :t], self.values[:, :, :t]  # (B, h, t, d_k) each
+
+    def reorder(self, index):
+        """Beam search: row i now continues the hypothesis that was in row index[i]."""
+        t = self.length
+        self.keys[:, :, :t] = self.keys[index, :, :t]
+        self.values[:, :, :t] = self.values[index, :, :t]
+
+
+class CrossAttentionCache:
+    """A cross-attention's keys and values of the encoder's memory: projected once, at the
+    first step (`MultiHeadAttention.forward` appends them), then read at every step."""
+
+    def __init__(self):
+        self.keys = self.values = None  # (B, h, T_src, d_k) each, after the first step
+
+    @property
+    def filled(self):
+        return self.keys is not None
+
+    def append(self, keys, values):
+        self.keys, self.values = keys, values  # the memory does not change: stored once
+        return keys, values
+
+
+class LayerCache(NamedTuple):
+    """What one decoder layer remembers: its self-attention and its cross-attention."""
+
+    self_attention: SelfAttentionCache
+    cross_attention: CrossAttentionCache
+
+
+class KVCache:
+    """The decoder's keys and values, kept between generation steps.
+
+    `KVCache(model, memory, max_len)` holds one `LayerCache` per decoder layer, with room for
+    `max_len` positions of self-attention, for a batch shaped like `memory` (B, T_src,
+    d_model). Pass it to `model.decode(new_token, memory, src, cache)`, one token (B, 1) per
+    call: each attention appends to its own part (the cross-attention projects the memory
+    at the first call). `length` counts the positions fed so far. After t steps the
+    self-attention part holds 2 * N * t * d_model numbers per sentence (keys and values, N
+    decoder layers): `numel("self")` counts the real tensors, `keys_values("self")` returns
+    them.
+    """
+
+    def __init__(self, model, memory, max_len):
+        if not isinstance(model, Transformer):
+            raise TypeError(f"model must be a tfs.model.Transformer, got {type(model).__name__}")
+        max_len = _check_int(max_len, "max_len")
+        batch = memory.shape[0]
+        self.layers = []
+        for layer in model.decoder:
+            heads, d_k = layer.self_attention.n_heads, layer.self_attention.d_k
+            self_cache = SelfAttentionCache(batch, heads, d_k, max_len, memory)
+            self.layers.append(LayerCache(self_cache, CrossAttentionCache()))
+        self.length = 0
+
+    def keys_values(self, kind="self"):
+        """[(keys, values)] per decoder layer: (B, h, t, d_k) for "self", T_src for "cross"."""
+        if kind not in ("self", "cross"):
+            raise ValueError(f"kind must be 'self' or 'cross', got {kind!r}")
+        if kind == "self":
+            return [layer_cache.self_attention.filled() for layer_cache in self.layers]
+        if not self.layers[0].cross_attention.filled:
+            raise ValueError("the cross-attention keys and values come with the first step")
+        return [(c.cross_attention.keys, c.cross_attention.values) for c in self.layers]
+
+    def numel(self, kind="self"):
+        """How many numbers the cache holds: 2 * N * t * d_model per sentence for "self"."""
+        return sum(k.numel() + v.numel() for k, v in self.keys_values(kind))
+
+    def reorder(self, index):
+        """Beam search: row i continues the hypothesis of row index[i], a row of the same
+        sentence (so the cross-attention part, the same for all of them, stays as it is)."""
+        for layer_cache in self.layers:
+            layer_cache.self_attention.reorder(index)
 
 
 def copy_to_torch(ours, theirs):
