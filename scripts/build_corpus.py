@@ -21,7 +21,7 @@ import argparse
 import hashlib
 import re
 import sys
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -136,7 +136,8 @@ PROFESSIONS = [
      "актриса актрисы актрисе актрису актрисой актрисе", "актёры"),
 ]
 # Feminines never shown in train, valid or test_combinations: test_systematic tests them.
-# Their suffixes are regular and seen on other words (-тельница, -истка, -ирка ~ -ентка).
+# Their suffixes are regular and seen on other words (-тельница, -истка, -ирка ~ -ентка),
+# and their masculines are in train.
 SYSTEMATIC_FEMININES = ("visitor", "guitarist", "passenger")
 
 NAMES = [  # en, gender, forms
@@ -264,9 +265,21 @@ THINGS = [
           "компьютеры компьютеров компьютерам компьютеры компьютерами компьютерах"),
 ]
 THING = {t.en: t for t in THINGS}
+BUYABLE = [t.en for t in THINGS if t.en not in ("letter", "key")]
+LOSABLE = ["book", "ticket", "bag", "phone", "key", "umbrella", "notebook", "pen", "pencil",
+           "dictionary", "suitcase"]
+# Case forms never shown in train, valid or test_combinations (test_systematic): the noun
+# is seen in other cases, and the ending on other nouns of its kind (-ом/-ём, -е).
+SYSTEMATIC_CASE_FORMS = ("словарём", "зонтом", "компьютере")
 SMALL_THINGS = ["book", "ticket", "phone", "letter", "key", "newspaper", "notebook", "pen",
                 "pencil", "dictionary", "magazine"]  # lie on a table, fit in a bag
-CARRIED = ["bag", "umbrella", "suitcase", "book", "gift", "dictionary", "computer"]
+CARRIED = ["bag", "umbrella", "suitcase", "book", "dictionary", "computer"]
+# Things that go with every adjective (new, old, big, small, red, expensive, cheap, black)
+# without sounding odd ("a black newspaper", "a red gift" would).
+ADJ_THINGS = ["book", "bag", "phone", "umbrella", "notebook", "pen", "cup", "pencil",
+              "dictionary", "suitcase", "shirt", "dress", "computer"]
+ADJ_THINGS_ON_TABLE = ["book", "bag", "phone", "umbrella", "notebook", "pen", "pencil",
+                       "dictionary", "shirt"]
 
 # Adjectives: en, then masculine, feminine, neuter, plural, each in the six cases.
 # The accusative given is the inanimate one (these only go with things and places).
@@ -308,6 +321,14 @@ ADJ = {en: {g: declension(f) for g, f in zip(("m", "f", "n", "pl"), forms, stric
 
 def an(word: str) -> str:
     return "an" if word[0] in "aeiou" else "a"
+
+
+def with_(word: str) -> str:
+    """с, or со before с/з/ш/ж + consonant (со старым, but с сестрой: с + vowel after с)."""
+    vowels = "аеёиоуыэюя"
+    if word[0] in "сзшж" and word[1] not in vowels:
+        return "со"
+    return "с"
 
 
 @dataclass(frozen=True)
@@ -371,7 +392,9 @@ STATES = [
     ("cold", "замёрз", "замёрзла", "замёрзли"),
     ("hungry", "проголодался", "проголодалась", "проголодались"),
 ]
-SHORT_ADJ_STATES = ("busy", "ready", "glad", "right")  # present-tense short adjectives
+# "X thinks she is ...": present-tense short adjectives, en, masculine, feminine
+THINK_STATES = [("right", "прав", "права"), ("wrong", "не прав", "не права"),
+                ("ready", "готов", "готова")]
 
 
 @dataclass(frozen=True)
@@ -424,6 +447,9 @@ VERBS = [
          ("открывал", "открывала", "открывали"), "открывает", "откроет",
          (("the window", "окно"), ("the door", "дверь"), ("the store", "магазин"))),
 ]
+# The -ing forms used with "was ...ing" (things one does at home).
+EN_ING = {"write": "writing", "read": "reading", "cook": "cooking", "eat": "eating",
+          "wash": "washing", "watch": "watching", "clean": "cleaning"}
 # Verbs with a dative object (a relative): en past/3sg/base, perf, impf, pres, fut.
 DATIVE_VERBS = [
     ("called", "calls", "call", ("позвонил", "позвонила", "позвонили"),
@@ -436,7 +462,7 @@ LOSE_VERBS = [
     ("lost", ("потерял", "потеряла", "потеряли")),
     ("forgot", ("забыл", "забыла", "забыли")),
     ("found", ("нашёл", "нашла", "нашли")),
-    ("sold", ("продал", "продала", "продали")),
+    ("took", ("взял", "взяла", "взяли")),
 ]
 SVOY = {  # свой, agreeing with the thing, accusative (inanimate)
     "m": "свой", "f": "свою", "n": "своё", "pl": "свои",
@@ -487,9 +513,14 @@ def count_form(n: int) -> str:
     return "many"
 
 
-def counted(n: int, t: Thing, case: str = "nom") -> str:
+# The wrong noun form after a number, for test_agreement: пять книги, две книг, одна книги.
+WRONG_COUNT = {"one": "few", "few": "many", "many": "few"}
+
+
+def counted(n: int, t: Thing, case: str = "nom", wrong: bool = False) -> str:
     """'две книги', 'пять книг', 'двадцать одну книгу' (case nom or inanimate acc)."""
     form = count_form(n)
+    form = WRONG_COUNT[form] if wrong else form
     noun = {"one": t.sg[case], "few": t.sg["gen"], "many": t.pl["gen"]}[form]
     return f"{ru_number(n, t.gender, case)} {noun}"
 
@@ -500,9 +531,11 @@ HOUR = ("hour", "hours", "m", "час", "часа", "часов")
 YEAR = ("year", "years", "m", "год", "года", "лет")
 
 
-def counted_unit(n: int, unit, case="acc") -> str:
+def counted_unit(n: int, unit, case="acc", wrong: bool = False) -> str:
     _, _, g, one, few, many = unit
-    noun = {"one": one, "few": few, "many": many}[count_form(n)]
+    form = count_form(n)
+    form = WRONG_COUNT[form] if wrong else form
+    noun = {"one": one, "few": few, "many": many}[form]
     return f"{ru_number(n, g, case)} {noun}"
 
 
@@ -548,6 +581,15 @@ def template(name, phenomena, clauses=1, cap_=700, longer=False):
     return register
 
 
+def systematic_forms() -> frozenset:
+    """Every Russian form that only test_systematic may contain."""
+    forms = set(SYSTEMATIC_CASE_FORMS)
+    for en, _, f_forms, _ in PROFESSIONS:
+        if en in SYSTEMATIC_FEMININES:
+            forms |= set(f_forms.split())
+    return frozenset(forms)
+
+
 def sysf(person: Person) -> tuple:
     """The systematic feature a person carries: a held-out feminine profession."""
     if person.kind == "profession" and person.gender == "f":
@@ -557,6 +599,14 @@ def sysf(person: Person) -> tuple:
 
 def flip(g: str) -> str:
     return {"m": "f", "f": "m"}[g]
+
+
+WRONG_GENDER = {"m": "f", "f": "m", "n": "f", "pl": "m"}  # for broken adjectives
+
+
+def broken(ru: str, wrong: str, phenomenon: str) -> tuple:
+    """The test_agreement alternative: () when breaking changed nothing."""
+    return () if wrong == ru else ((wrong, phenomenon),)
 
 
 # ---- gender decided by a later pronoun
@@ -580,7 +630,8 @@ def _said_state_name():
             en = f"{cap(p.en)} said {PRONOUN[p.gender]} was {st[0]}."
             said = {"m": "сказал", "f": "сказала"}[p.gender]
             ru = f"{cap(p.ru['nom'])} {said}, что {st[1 + GN[p.gender]]}."
-            yield Pair(en, ru, "", (), (p.lemma, st[0]))
+            wrong = f"{cap(p.ru['nom'])} {said}, что {st[1 + GN[flip(p.gender)]]}."
+            yield Pair(en, ru, "", (), (p.lemma, st[0]), (), broken(ru, wrong, "past_agreement"))
 
 
 @template("said_state_plural", ("past_agreement",), clauses=2, cap_=400)
@@ -589,14 +640,14 @@ def _said_state_plural():
         for st in STATES:
             en = f"The {en_p}s said they were {st[0]}."
             ru = f"{cap(pl)} сказали, что {st[3]}."
-            yield Pair(en, ru, "", (), (en_p, st[0]))
+            wrong = f"{cap(pl)} сказали, что {st[1]}."
+            yield Pair(en, ru, "", (), (en_p, st[0]), (), broken(ru, wrong, "past_agreement"))
 
 
 @template("thinks_state", ("gender",), clauses=2, cap_=400)
 def _thinks_state():
-    short = [s for s in STATES if s[0] in SHORT_ADJ_STATES]
     for p in people(("profession",)):
-        for st in short:
+        for st in THINK_STATES:
             en = f"{cap(p.en)} thinks {PRONOUN[p.gender]} is {st[0]}."
             ru = f"{cap(p.ru['nom'])} думает, что {RU_PRONOUN[p.gender]} {st[1 + GN[p.gender]]}."
             broken = (f"{cap(p.ru['nom'])} думает, что {RU_PRONOUN[p.gender]} "
@@ -608,7 +659,7 @@ def _thinks_state():
 def _lost_own_thing():
     for p in people(("profession", "name")):
         for en_v, ru_v in LOSE_VERBS:
-            for t in THINGS:
+            for t in map(THING.get, LOSABLE):
                 en = f"{cap(p.en)} {en_v} {POSSESSIVE[p.gender]} {t.en}."
                 ru = f"{cap(p.ru['nom'])} {ru_v[GN[p.gender]]} {SVOY[t.gender]} {t.sg['acc']}."
                 broken = (f"{cap(p.ru['nom'])} {ru_v[GN[flip(p.gender)]]} {SVOY[t.gender]} "
@@ -641,6 +692,26 @@ def _met_relative():
                 yield Pair(en, ru, "", (), (p.lemma, rel), sysf(p))
 
 
+@template("looking_for_someone_or_something", ("cases", "gender"), cap_=800)
+def _looking_for():
+    """Animate vs inanimate accusative: ищет брата / ищет свой телефон, учителя / чемодан.
+
+    A profession as the object has no pronoun to decide its gender, so the template uses
+    the masculine, Russian's generic form ("the teacher" -> учителя).
+    """
+    for p in people(("name", "relative")):
+        objects = [(f"{POSSESSIVE[p.gender]} {rel}", relative_forms(rel)[1]["acc"], rel)
+                   for rel, _, _ in RELATIVES]
+        objects += [(f"{POSSESSIVE[p.gender]} {t.en}", f"{SVOY[t.gender]} {t.sg['acc']}", t.en)
+                    for t in map(THING.get, LOSABLE)]
+        objects += [(x.en, x.ru["acc"], x.lemma) for x in people(("profession",), ("m",))
+                    if x.lemma not in SYSTEMATIC_FEMININES]
+        for en_o, ru_o, lemma in objects:
+            en = f"{cap(p.en)} is looking for {en_o}."
+            ru = f"{cap(p.ru['nom'])} ищет {ru_o}."
+            yield Pair(en, ru, "", (), (p.lemma, lemma))
+
+
 # ---- cases with places
 
 GO = {"m": "пошёл", "f": "пошла"}
@@ -653,7 +724,8 @@ def _went_to_place():
         for pl in PLACES:
             en = f"{cap(p.en)} went to the {pl.en}."
             ru = f"{cap(p.ru['nom'])} {GO[p.gender]} {pl.prep} {pl.forms['acc']}."
-            yield Pair(en, ru, "", (), (p.lemma, pl.en))
+            wrong = f"{cap(p.ru['nom'])} {GO[p.gender]} {pl.prep} {pl.forms['loc']}."
+            yield Pair(en, ru, "", (), (p.lemma, pl.en), (), broken(ru, wrong, "cases"))
 
 
 @template("works_at_place", ("cases",))
@@ -681,7 +753,8 @@ def _went_with():
             rf = declension(forms)
             for pl in PLACES:
                 en = f"{p.en} went to the {pl.en} with {POSSESSIVE[p.gender]} {rel}."
-                ru = f"{p.ru['nom']} {GO[p.gender]} {pl.prep} {pl.forms['acc']} с {rf['ins']}."
+                ru = (f"{p.ru['nom']} {GO[p.gender]} {pl.prep} {pl.forms['acc']} "
+                      f"{with_(rf['ins'])} {rf['ins']}.")
                 yield Pair(en, ru, "", (), (p.lemma, rel, pl.en))
 
 
@@ -689,7 +762,7 @@ def _went_with():
 def _gave():
     gave = {"m": "дал", "f": "дала"}
     for p in people(("name",)):
-        for t in THINGS:
+        for t in (t for t in THINGS if t.en != "dress"):  # a dress to a grandfather: odd
             for rel, _, forms in RELATIVES:
                 rf = declension(forms)
                 en = f"{p.en} gave the {t.en} to {POSSESSIVE[p.gender]} {rel}."
@@ -752,18 +825,20 @@ def _has_number():
             for n in NUMBERS:
                 en = f"{p.en} has {en_counted(n, t.en, t.en_pl)}."
                 ru = f"У {p.ru['gen']} {counted(n, t)}."
-                yield Pair(en, ru, "", (), (t.en, str(n)))
+                wrong = f"У {p.ru['gen']} {counted(n, t, wrong=True)}."
+                yield Pair(en, ru, "", (), (t.en, str(n)), (), broken(ru, wrong, "numbers"))
 
 
 @template("bought_number_of_things", ("numbers", "past_agreement"), cap_=800)
 def _bought_number():
     bought = {"m": "купил", "f": "купила"}
     for p in people(("name",)):
-        for t in THINGS:
+        for t in map(THING.get, BUYABLE):
             for n in NUMBERS:
                 en = f"{p.en} bought {en_counted(n, t.en, t.en_pl)}."
                 ru = f"{p.ru['nom']} {bought[p.gender]} {counted(n, t, 'acc')}."
-                yield Pair(en, ru, "", (), (t.en, str(n)))
+                wrong = f"{p.ru['nom']} {bought[p.gender]} {counted(n, t, 'acc', wrong=True)}."
+                yield Pair(en, ru, "", (), (t.en, str(n)), (), broken(ru, wrong, "numbers"))
 
 
 @template("number_on_the_table", ("numbers",), cap_=500)
@@ -775,7 +850,8 @@ def _on_table():
             verb = "is" if n == 1 else "are"
             en = f"There {verb} {en_counted(n, t.en, t.en_pl)} on the table."
             ru = f"На столе {counted(n, t)}."
-            yield Pair(en, ru, "", (), (t.en, str(n)))
+            wrong = f"На столе {counted(n, t, wrong=True)}."
+            yield Pair(en, ru, "", (), (t.en, str(n)), (), broken(ru, wrong, "numbers"))
 
 
 @template("waited_minutes", ("numbers", "past_agreement"), cap_=400)
@@ -786,18 +862,21 @@ def _waited():
             for unit in (MINUTE, HOUR):
                 en = f"{cap(p.en)} waited {en_counted(n, unit[0], unit[1])}."
                 ru = f"{cap(p.ru['nom'])} {waited[p.gender]} {counted_unit(n, unit)}."
-                yield Pair(en, ru, "", (), (unit[0], str(n)))
+                wrong = (f"{cap(p.ru['nom'])} {waited[p.gender]} "
+                         f"{counted_unit(n, unit, wrong=True)}.")
+                yield Pair(en, ru, "", (), (unit[0], str(n)), (), broken(ru, wrong, "numbers"))
 
 
 @template("relative_age", ("numbers", "cases"), cap_=500)
 def _age():
     for p in people(("name",)):
-        for rel, _, forms in RELATIVES:
-            rf = declension(forms)
+        for rel in ("brother", "sister", "son", "daughter"):
+            _, rf = relative_forms(rel)
             for n in NUMBERS:
                 en = f"{p.en}'s {rel} is {en_counted(n, 'year', 'years')} old."
                 ru = f"{cap(rf['dat'])} {p.ru['gen']} {counted_unit(n, YEAR, 'nom')}."
-                yield Pair(en, ru, "", (), (rel, str(n)))
+                wrong = f"{cap(rf['dat'])} {p.ru['gen']} {counted_unit(n, YEAR, 'nom', True)}."
+                yield Pair(en, ru, "", (), (rel, str(n)), (), broken(ru, wrong, "numbers"))
 
 
 # ---- negation with the genitive
@@ -808,7 +887,8 @@ def _has_no():
         for t in THINGS:
             en = f"{cap(p.en)} has no {t.en}."
             ru = f"У {p.ru['gen']} нет {t.sg['gen']}."
-            yield Pair(en, ru, "", (), (p.lemma, t.en))
+            wrong = f"У {p.ru['gen']} нет {t.sg['nom']}."
+            yield Pair(en, ru, "", (), (p.lemma, t.en), (), broken(ru, wrong, "negation"))
 
 
 @template("no_food_at_place", ("negation", "cases"))
@@ -821,12 +901,15 @@ def _no_food():
                 en = f"There {tense} no {f[0]} at the {pl.en}."
                 verb = "нет" if tense == "is" else "не было"
                 ru = f"{cap(pl.prep)} {pl.forms['loc']} {verb} {f[2]}."
-                yield Pair(en, ru, "", (), (f[0], tense))
+                wrong = f"{cap(pl.prep)} {pl.forms['loc']} {verb} {f[1]}."
+                yield Pair(en, ru, "", (), (f[0], tense), (), broken(ru, wrong, "negation"))
 
 
 @template("no_food_in_fridge", ("negation", "cases"))
 def _no_food_fridge():
     for f in FOOD:
+        if f[0] in ("tea", "rice", "sugar"):
+            continue
         for tense in ("is", "was"):
             en = f"There {tense} no {f[0]} in the fridge."
             verb = "нет" if tense == "is" else "не было"
@@ -834,13 +917,24 @@ def _no_food_fridge():
             yield Pair(en, ru, "", (), (f[0], tense))
 
 
-@template("does_not_verb", ("negation", "aspect"))
+# Habits: en verb + object, Russian 3sg present + object (the accusative).
+HABITS = [
+    ("drink coffee", "пьёт кофе"), ("drink milk", "пьёт молоко"), ("drink tea", "пьёт чай"),
+    ("eat meat", "ест мясо"), ("eat fish", "ест рыбу"), ("eat cheese", "ест сыр"),
+    ("read newspapers", "читает газеты"), ("read magazines", "читает журналы"),
+    ("watch the news", "смотрит новости"), ("watch movies", "смотрит фильмы"),
+    ("write letters", "пишет письма"), ("wash the dishes", "моет посуду"),
+    ("cook dinner", "готовит ужин"), ("buy bread", "покупает хлеб"),
+]
+
+
+@template("does_not_habit", ("negation",))
 def _does_not():
     for p in people(("name", "relative")):
-        for v, (en_o, ru_o) in _objects():
-            en = f"{cap(p.en)} does not {v.en_base} {en_o}."
-            ru = f"{cap(p.ru['nom'])} не {v.pres} {ru_o}."
-            yield Pair(en, ru, "", (), (v.en_base, en_o))
+        for en_h, ru_h in HABITS:
+            en = f"{cap(p.en)} does not {en_h}."
+            ru = f"{cap(p.ru['nom'])} не {ru_h}."
+            yield Pair(en, ru, "", (), (p.lemma, en_h))
 
 
 # ---- questions
@@ -856,10 +950,20 @@ def _q_yes_no():
 
 @template("question_where_works", ("questions",), cap_=300)
 def _q_where_works():
-    for p in people(("name", "relative", "profession"), genders=("m",)):
+    for p in people(("name", "relative")) + people(("profession",), genders=("m",)):
         en = f"Where does {p.en} work?"
         ru = f"Где работает {p.ru['nom']}?"
         yield Pair(en, ru, "", (), (p.lemma,))
+
+
+@template("question_where_bought", ("questions", "past_agreement", "cases"))
+def _q_where_bought():
+    bought = {"m": "купил", "f": "купила"}
+    for p in people(("name", "relative")):
+        for t in map(THING.get, BUYABLE):
+            en = f"Where did {p.en} buy the {t.en}?"
+            ru = f"Где {p.ru['nom']} {bought[p.gender]} {t.sg['acc']}?"
+            yield Pair(en, ru, "", (), (p.lemma, t.en))
 
 
 @template("question_who_called", ("questions", "cases"))
@@ -900,7 +1004,7 @@ def _q_when():
 
 @template("question_where_thing", ("questions", "adjective_agreement"))
 def _q_where_thing():
-    for t in THINGS:
+    for t in map(THING.get, ADJ_THINGS):
         for adj in ADJ:
             for number in ("sg", "pl"):
                 if number == "sg":
@@ -919,7 +1023,9 @@ def _q_did_say():
             en = f"Did {p.en} say {PRONOUN[p.gender]} was {st[0]}?"
             said = {"m": "сказал", "f": "сказала"}[p.gender]
             ru = f"{cap(p.ru['nom'])} {said}, что {st[1 + GN[p.gender]]}?"
-            yield Pair(en, ru, "", (), (p.lemma, st[0]), sysf(p))
+            wrong = f"{cap(p.ru['nom'])} {said}, что {st[1 + GN[flip(p.gender)]]}?"
+            yield Pair(en, ru, "", (), (p.lemma, st[0]), sysf(p),
+                       broken(ru, wrong, "past_agreement"))
 
 
 # ---- adjective agreement in several cases
@@ -929,7 +1035,7 @@ def _bought_adj():
     bought = {"m": "купил", "f": "купила"}
     for p in people(("name",)):
         for adj in ADJ:
-            for t in THINGS:
+            for t in map(THING.get, ADJ_THINGS):
                 en = f"{p.en} bought {an(adj)} {adj} {t.en}."
                 ru = f"{p.ru['nom']} {bought[p.gender]} {ADJ[adj][t.gender]['acc']} {t.sg['acc']}."
                 wrong = {"m": "f", "f": "m", "n": "f"}[t.gender]
@@ -942,11 +1048,12 @@ def _bought_adj():
 def _adj_on_table():
     for adj in ADJ:
         for t in THINGS:
-            if t.en not in SMALL_THINGS:
+            if t.en not in ADJ_THINGS_ON_TABLE:
                 continue
             en = f"The {adj} {t.en} is on the table."
             ru = f"{cap(ADJ[adj][t.gender]['nom'])} {t.sg['nom']} лежит на столе."
-            yield Pair(en, ru, "", (), (adj, t.en))
+            wrong = f"{cap(ADJ[adj][WRONG_GENDER[t.gender]]['nom'])} {t.sg['nom']} лежит на столе."
+            yield Pair(en, ru, "", (), (adj, t.en), (), broken(ru, wrong, "adjective_agreement"))
             en = f"The {adj} {t.en_pl} are on the table."
             ru = f"{cap(ADJ[adj]['pl']['nom'])} {t.pl['nom']} лежат на столе."
             yield Pair(en, ru, "", (), (adj, t.en_pl))
@@ -956,20 +1063,26 @@ def _adj_on_table():
 def _no_adj():
     for p in people(("name",)):
         for adj in ADJ:
-            for t in THINGS:
+            for t in map(THING.get, ADJ_THINGS):
                 en = f"{p.en} has no {adj} {t.en}."
                 ru = f"У {p.ru['gen']} нет {ADJ[adj][t.gender]['gen']} {t.sg['gen']}."
-                yield Pair(en, ru, "", (), (adj, t.en))
+                wrong = (f"У {p.ru['gen']} нет {ADJ[adj][WRONG_GENDER[t.gender]]['gen']} "
+                         f"{t.sg['gen']}.")
+                yield Pair(en, ru, "", (), (adj, t.en), (),
+                           broken(ru, wrong, "adjective_agreement"))
 
 
 @template("talks_about_adjective_thing", ("adjective_agreement", "cases"))
 def _about_adj():
     for p in people(("name", "relative")):
         for adj in ADJ:
-            for t in THINGS:
+            for t in map(THING.get, ADJ_THINGS):
                 en = f"{cap(p.en)} is talking about the {adj} {t.en}."
                 ru = f"{cap(p.ru['nom'])} говорит о {ADJ[adj][t.gender]['loc']} {t.sg['loc']}."
-                yield Pair(en, ru, "", (), (adj, t.en))
+                wrong = (f"{cap(p.ru['nom'])} говорит о "
+                         f"{ADJ[adj][WRONG_GENDER[t.gender]]['loc']} {t.sg['loc']}.")
+                yield Pair(en, ru, "", (), (adj, t.en), (),
+                           broken(ru, wrong, "adjective_agreement"))
 
 
 @template("came_with_adjective_thing", ("adjective_agreement", "cases", "past_agreement"))
@@ -981,7 +1094,8 @@ def _with_adj():
                 if t.en not in CARRIED:
                     continue
                 en = f"{cap(p.en)} came with {an(adj)} {adj} {t.en}."
-                ru = (f"{cap(p.ru['nom'])} {came[p.gender]} с {ADJ[adj][t.gender]['ins']} "
+                adj_ins = ADJ[adj][t.gender]["ins"]
+                ru = (f"{cap(p.ru['nom'])} {came[p.gender]} {with_(adj_ins)} {adj_ins} "
                       f"{t.sg['ins']}.")
                 yield Pair(en, ru, "", (), (adj, t.en))
 
@@ -1005,7 +1119,10 @@ def _works_adj_place():
                 en = f"{cap(p.en)} works at the {adj} {pl.en}."
                 ru = (f"{cap(p.ru['nom'])} работает {pl.prep} "
                       f"{ADJ[adj][pl.gender]['loc']} {pl.forms['loc']}.")
-                yield Pair(en, ru, "", (), (adj, pl.en))
+                wrong = (f"{cap(p.ru['nom'])} работает {pl.prep} "
+                         f"{ADJ[adj][WRONG_GENDER[pl.gender]]['loc']} {pl.forms['loc']}.")
+                yield Pair(en, ru, "", (), (adj, pl.en), (),
+                           broken(ru, wrong, "adjective_agreement"))
 
 
 # ---- relative clauses
@@ -1019,10 +1136,12 @@ WHO_NOM = {"m": "который", "f": "которая"}
 def _this_is_thing():
     bought = {"m": "купил", "f": "купила"}
     for p in people(("name", "relative")):
-        for t in THINGS:
+        for t in map(THING.get, BUYABLE):
             en = f"This is the {t.en} that {p.en} bought yesterday."
             ru = f"Это {t.sg['nom']}, {WHICH_ACC[t.gender]} {p.ru['nom']} вчера {bought[p.gender]}."
-            yield Pair(en, ru, "", (), (p.lemma, t.en))
+            wrong = (f"Это {t.sg['nom']}, {WHICH_ACC[WRONG_GENDER[t.gender]]} {p.ru['nom']} "
+                     f"вчера {bought[p.gender]}.")
+            yield Pair(en, ru, "", (), (p.lemma, t.en), (), broken(ru, wrong, "relative_clause"))
 
 
 @template("relative_who_lost_called", ("relative_clause", "gender", "past_agreement", "cases"),
@@ -1041,6 +1160,51 @@ def _who_lost_called():
                     ru = (f"{cap(p.ru['nom'])}, {WHO_NOM[p.gender]} {ru_v[g]} {SVOY[t.gender]} "
                           f"{t.sg['acc']}, {DATIVE_VERBS[0][3][g]} {rf['dat']}.")
                     yield Pair(en, ru, "", (), (p.lemma, t.en), sysf(p))
+
+
+# Cues that can only refer to the person they follow ("who lost her way"; not "who lost her
+# book", where "her" could be the subject's): en with {self}/{poss}, Russian m, f.
+SELF_CUES = [
+    ("lost {poss} way", "заблудился", "заблудилась"),
+    ("changed {poss} mind", "передумал", "передумала"),
+    ("introduced {self}", "представился", "представилась"),
+    ("cut {self}", "порезался", "порезалась"),
+]
+REFLEXIVE = {"m": "himself", "f": "herself"}
+
+
+def self_cue(en: str, gender: str) -> str:
+    return en.format(poss=POSSESSIVE[gender], self=REFLEXIVE[gender])
+
+
+@template("called_profession_who", ("relative_clause", "gender", "cases", "past_agreement"),
+          clauses=2)
+def _called_profession_who():
+    """A profession in the dative, its gender decided by a pronoun at the end."""
+    called = {"m": "позвонил", "f": "позвонила"}
+    for a in people(("name", "relative")):
+        for p in people(("profession",)):
+            for cue in SELF_CUES:
+                g = GN[p.gender]
+                en = f"{cap(a.en)} called {p.en} who {self_cue(cue[0], p.gender)}."
+                ru = (f"{cap(a.ru['nom'])} {called[a.gender]} {p.ru['dat']}, "
+                      f"{WHO_NOM[p.gender]} {cue[1 + g]}.")
+                yield Pair(en, ru, "", (), (p.lemma, cue[0]))
+
+
+@template("met_profession_who", ("relative_clause", "gender", "cases", "past_agreement"),
+          clauses=2)
+def _met_profession_who():
+    """A profession in the (animate) accusative, its gender decided by a later pronoun."""
+    met = {"m": "встретил", "f": "встретила"}
+    for a in people(("name", "relative")):
+        for p in people(("profession",)):
+            for cue in SELF_CUES:
+                g = GN[p.gender]
+                en = f"{cap(a.en)} met {p.en} who {self_cue(cue[0], p.gender)}."
+                ru = (f"{cap(a.ru['nom'])} {met[a.gender]} {p.ru['acc']}, "
+                      f"{WHO_NOM[p.gender]} {cue[1 + g]}.")
+                yield Pair(en, ru, "", (), (p.lemma, cue[0]))
 
 
 @template("this_is_relative_who", ("relative_clause", "past_agreement"), clauses=2)
@@ -1062,12 +1226,14 @@ STAYED = {"m": "остался", "f": "осталась"}
 def _stayed_because():
     for p in people(("profession", "name")):
         for st in STATES:
-            if st[0] in ("lost", "exhausted", "wrong", "right", "glad", "ready", "late"):
+            if st[0] not in ("tired", "ill", "cold"):
                 continue
             g = GN[p.gender]
             en = f"{cap(p.en)} stayed at home because {PRONOUN[p.gender]} was {st[0]}."
             ru = f"{cap(p.ru['nom'])} {STAYED[p.gender]} дома, потому что {st[1 + g]}."
-            yield Pair(en, ru, "", (), (p.lemma, st[0]), sysf(p))
+            wrong = (f"{cap(p.ru['nom'])} {STAYED[p.gender]} дома, потому что "
+                     f"{st[1 + GN[flip(p.gender)]]}.")
+            yield Pair(en, ru, "", (), (p.lemma, st[0]), sysf(p), broken(ru, wrong, "gender"))
 
 
 WORK = [("finished the report", ("закончил", "закончила"), "отчёт"),
@@ -1075,7 +1241,7 @@ WORK = [("finished the report", ("закончил", "закончила"), "о�
         ("cooked dinner", ("приготовил", "приготовила"), "ужин"),
         ("cleaned the kitchen", ("убрал", "убрала"), "кухню")]
 TIRED = [("tired", "устал", "устала"), ("ill", "болел", "болела"),
-         ("cold", "замёрз", "замёрзла"), ("hungry", "проголодался", "проголодалась")]
+         ("cold", "замёрз", "замёрзла"), ("busy", "был занят", "была занята")]
 
 
 @template("was_tired_but_finished", ("two_clauses", "gender", "past_agreement"), clauses=2)
@@ -1086,7 +1252,9 @@ def _tired_but():
                 g = GN[p.gender]
                 en = f"{cap(p.en)} was {en_s}, but {PRONOUN[p.gender]} {en_w}."
                 ru = f"{cap(p.ru['nom'])} {(m_s, f_s)[g]}, но {ru_w[g]} {obj}."
-                yield Pair(en, ru, "", (), (p.lemma, en_s), sysf(p))
+                wrong = f"{cap(p.ru['nom'])} {(m_s, f_s)[g]}, но {ru_w[1 - g]} {obj}."
+                yield Pair(en, ru, "", (), (p.lemma, en_s), sysf(p),
+                           broken(ru, wrong, "past_agreement"))
 
 
 @template("when_came_home_was_cooking", ("two_clauses", "aspect", "past_agreement"),
@@ -1097,9 +1265,11 @@ def _when_came_home():
         for b in people(("name", "relative")):
             if a.lemma == b.lemma:
                 continue
-            for v in VERBS[:4] + VERBS[6:9]:
+            for v in VERBS:
+                if v.en_base not in EN_ING:
+                    continue
                 en_o, ru_o = v.objects[0]
-                en = f"When {a.en} came home, {b.en} was {v.en_base}ing {en_o}."
+                en = f"When {a.en} came home, {b.en} was {EN_ING[v.en_base]} {en_o}."
                 ru = (f"Когда {a.ru['nom']} {came[a.gender]} домой, {b.ru['nom']} "
                       f"{v.impf[GN[b.gender]]} {ru_o}.")
                 yield Pair(en, ru, "", (), (a.lemma, b.lemma))
@@ -1140,14 +1310,29 @@ def _longer_said_but():
           cap_=300, longer=True)
 def _longer_when_said():
     came = {"m": "пришёл", "f": "пришла"}
-    for a in people(("name",)):
-        for b in people(("profession",)):
-            for st in STATES:
-                g = GN[b.gender]
-                en = f"When {a.en} came home, {b.en} said {PRONOUN[b.gender]} was {st[0]}."
-                ru = (f"Когда {a.ru['nom']} {came[a.gender]} домой, {b.ru['nom']} "
-                      f"{('сказал', 'сказала')[g]}, что {st[1 + g]}.")
-                yield Pair(en, ru, "", (), (a.lemma, b.lemma), sysf(b))
+    for p in people(("profession",)):
+        for st in STATES:
+            g = GN[p.gender]
+            pron = PRONOUN[p.gender]
+            en = f"When {p.en} came home, {pron} said {pron} was {st[0]}."
+            ru = (f"Когда {p.ru['nom']} {came[p.gender]} домой, {RU_PRONOUN[p.gender]} "
+                  f"{('сказал', 'сказала')[g]}, что {st[1 + g]}.")
+            yield Pair(en, ru, "", (), (p.lemma, st[0]), sysf(p))
+
+
+@template("who_lost_said_state", ("relative_clause", "gender", "past_agreement"), clauses=3,
+          cap_=300, longer=True)
+def _longer_who_lost_said():
+    for p in people(("profession",)):
+        for en_v, ru_v in LOSE_VERBS[:3]:
+            for t in map(THING.get, SMALL_THINGS):
+                for st in STATES[:6]:
+                    g = GN[p.gender]
+                    en = (f"{cap(p.en)} who {en_v} {POSSESSIVE[p.gender]} {t.en} said "
+                          f"{PRONOUN[p.gender]} was {st[0]}.")
+                    ru = (f"{cap(p.ru['nom'])}, {WHO_NOM[p.gender]} {ru_v[g]} {SVOY[t.gender]} "
+                          f"{t.sg['acc']}, {('сказал', 'сказала')[g]}, что {st[1 + g]}.")
+                    yield Pair(en, ru, "", (), (p.lemma, t.en, st[0]), sysf(p))
 
 
 @template("who_lost_stayed_because", ("relative_clause", "two_clauses", "gender",
@@ -1172,7 +1357,12 @@ def _longer_who_lost_stayed():
 
 
 def generate_all() -> dict[str, list[Pair]]:
-    """Every template's pairs, subsampled to its cap by SHA-256 order; structure set."""
+    """Every template's pairs, subsampled to about its cap; structure and phenomena set.
+
+    The subsample takes whole key combinations (in SHA-256 order) until the cap is reached,
+    so the sentences of one combination (a profession's masculine and feminine twins) stay
+    together; the combination of the course pair is always taken.
+    """
     names = [t.name for t in TEMPLATES]
     if len(names) != len(set(names)):
         raise ValueError("duplicate template name")
@@ -1186,13 +1376,17 @@ def generate_all() -> dict[str, list[Pair]]:
                 raise ValueError(f"{t.name}: duplicate English sentence {p.en!r}")
             seen.add(p.en)
             pairs.append(p)
-        pairs.sort(key=lambda p: key(t.name, p.en))
-        keep = pairs[: t.cap]
-        for must in (COURSE_PAIR, COURSE_TWIN):  # the course's sentences are always kept
-            for p in pairs:
-                if (p.en, p.ru) == must and p not in keep:
-                    keep.append(p)
-        out[t.name] = keep
+        by_combo = defaultdict(list)
+        for p in pairs:
+            by_combo[p.combo].append(p)
+        must = {p.combo for p in pairs if (p.en, p.ru) in (COURSE_PAIR, COURSE_TWIN)}
+        keep = [p for combo in sorted(must) for p in by_combo[combo]]
+        for combo in sorted(by_combo, key=lambda c: key(t.name, *c)):
+            if len(keep) >= t.cap:
+                break
+            if combo not in must:
+                keep.extend(by_combo[combo])
+        out[t.name] = sorted(keep, key=lambda p: key(t.name, p.en))
     return out
 
 
@@ -1210,8 +1404,12 @@ class Corpus:
     agreement: list = field(default_factory=list)  # (en, ru, ru_broken, phenomenon)
 
 
+SYSTEMATIC_FORMS = systematic_forms()
+
+
 def systematic(pair: Pair) -> bool:
-    return any(f.startswith("fem:") and f[4:] in SYSTEMATIC_FEMININES for f in pair.forms)
+    """True if the pair holds a form only test_systematic may hold."""
+    return any(f in SYSTEMATIC_FORMS for f in ru_forms(pair.ru))
 
 
 HELD_OUT_SHARE = 0.06  # the share of each structure's key combinations held out for testing
@@ -1227,8 +1425,10 @@ def build_splits() -> Corpus:
     course_combos = {("said_state", ("researcher", "exhausted"))}
     for t in TEMPLATES:
         pairs = by_template[t.name]
-        if t.longer:
-            corpus.splits["test_longer"].extend(pairs)
+        if t.longer:  # a held-out feminine in a longer sentence: test_systematic
+            for p in pairs:
+                split = "test_systematic" if systematic(p) else "test_longer"
+                corpus.splits[split].append(p)
             continue
         combos = sorted({p.combo for p in pairs}, key=lambda c: key(t.name, *c))
         n_held = max(1, round(HELD_OUT_SHARE * len(combos)))
@@ -1244,8 +1444,10 @@ def build_splits() -> Corpus:
                 corpus.splits["train"].append(p)
     # test_combinations: every Russian form seen >= MIN_TRAIN_COUNT times in train
     counts = Counter(f for p in corpus.splits["train"] for f in ru_forms(p.ru))
+    rare = {(p.structure, p.combo) for p in candidates_comb
+            if any(counts[f] < MIN_TRAIN_COUNT for f in ru_forms(p.ru))}
     for p in candidates_comb:
-        if all(counts[f] >= MIN_TRAIN_COUNT for f in ru_forms(p.ru)):
+        if (p.structure, p.combo) not in rare:
             if p.broken and int(key("agree", p.en)[:8], 16) / 16**8 < AGREEMENT_SHARE and \
                     (p.en, p.ru) not in (COURSE_PAIR, COURSE_TWIN):
                 agreement_pool.append(p)
@@ -1257,7 +1459,8 @@ def build_splits() -> Corpus:
     # test_longer keeps only sentences whose words all occur in train
     known = set(counts)
     corpus.splits["test_longer"] = [p for p in corpus.splits["test_longer"]
-                                    if all(f in known for f in ru_forms(p.ru))]
+                                    if all(f in known for f in ru_forms(p.ru))
+                                    and not systematic(p)]
     for name in SPLITS:
         corpus.splits[name].sort(key=lambda p: key(name, p.en))
     corpus.agreement.sort(key=lambda row: key(AGREEMENT_SPLIT, row[0]))
