@@ -163,7 +163,7 @@ def _diagnose_weights(weights, q, k, mask, want, what):
         if torch.allclose(weights, _softmax_rows(raw / divisor + extra), atol=1e-5):
             raise Mistake(
                 f"your weights are softmax(q·k) with {name}: divide the scores by √d_k "
-                f"(= {math.sqrt(q.shape[-1]):g} here), d_k = q.shape[-1]"
+                f"(= {math.sqrt(q.shape[-1]):.2f} here), d_k = q.shape[-1]"
             )
     if mask is not None:
         hidden = torch.isinf(mask).expand_as(weights)
