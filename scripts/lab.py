@@ -15,12 +15,15 @@ scratch (.venv)") inside the virtual environment itself (`--sys-prefix`, i.e.
 
 JupyterLab is started with this kernel as the only one it offers, so a lesson (stored
 with the generic "python3" kernel name, which Colab and Kaggle need) opens with it: a
-notebook whose kernel is missing gets the one kernel of its language.
+notebook whose kernel is missing is offered the one kernel of its language, and the
+environment's JupyterLab settings (.venv/share/jupyter/lab/settings/overrides.d/
+tfs-course.json) start that preferred kernel without asking.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -43,6 +46,22 @@ def register_kernel(prefix: str | Path = sys.prefix) -> Path:
         prefix=str(prefix),
     )
     return Path(folder)
+
+
+# JupyterLab settings for the environment's own JupyterLab: start the preferred kernel.
+LAB_SETTINGS = {"@jupyterlab/notebook-extension:tracker": {"autoStartDefaultKernel": True}}
+
+
+def write_lab_settings(prefix: str | Path = sys.prefix) -> Path:
+    """Write LAB_SETTINGS as the course's own overrides file of the JupyterLab under `prefix`.
+
+    A file of its own in overrides.d/, so a reader's overrides.json stays theirs.
+    """
+    path = Path(prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.d"
+    path = path / f"{KERNEL_NAME}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(LAB_SETTINGS, indent=2) + "\n", encoding="utf-8")
+    return path
 
 
 def lab_arguments(root: Path = ROOT) -> list[str]:
@@ -68,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--register", action="store_true", help="only register the kernel")
     args, extra = parser.parse_known_args(argv)
     folder = register_kernel()
+    write_lab_settings()
     print(f"kernel {KERNEL_NAME!r} ({DISPLAY_NAME}) -> {sys.executable}  [{folder}]")
     if args.register:
         return 0

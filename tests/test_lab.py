@@ -78,6 +78,7 @@ def server(tmp_path, monkeypatch):
     """JupyterLab as `make lab` starts it, with the course's kernel registered in tmp_path."""
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "prefix" / "share" / "jupyter"))
     spec_folder = lab.register_kernel(prefix=tmp_path / "prefix")
+    settings = lab.write_lab_settings(prefix=tmp_path / "prefix")
     port, token = free_port(), secrets.token_hex(16)
     environment = {
         **os.environ,
@@ -96,6 +97,7 @@ def server(tmp_path, monkeypatch):
         f"--IdentityProvider.token={token}",
         "--LabApp.news_url=",  # no network: no news, no update check
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        f"--LabApp.app_settings_dir={settings.parent.parent}",  # the environment's, here tmp
     ]
     log_path = tmp_path / "server.log"
     with open(log_path, "w") as log:
@@ -165,6 +167,10 @@ def test_lab_lists_the_lessons_and_runs_them_with_the_course_kernel(server):
     assert specs["default"] == lab.KERNEL_NAME
     assert list(specs["kernelspecs"]) == [lab.KERNEL_NAME]
     assert specs["kernelspecs"][lab.KERNEL_NAME]["spec"]["display_name"] == lab.DISPLAY_NAME
+
+    # JupyterLab starts that kernel for a lesson without asking (setting from scripts/lab.py).
+    tracker = server.get("/lab/api/settings/@jupyterlab/notebook-extension:tracker").json()
+    assert tracker["schema"]["properties"]["autoStartDefaultKernel"]["default"] is True
 
     # Open lesson 00 as JupyterLab does (a session), with the default kernel.
     opened = server.post("/api/sessions", {"path": f"notebooks/{LESSONS[0]}", "type": "notebook",
