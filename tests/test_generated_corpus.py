@@ -325,6 +325,16 @@ def test_every_sentence_round_trips_through_the_tokenizer(splits, tokenizer):
         assert tokenizer.decode(encoding.ids) == text
 
 
+def test_every_held_out_sentence_is_spelled_with_tokens_seen_in_train(splits, tokenizer):
+    # Else a model could never write it: test_systematic's feminines must be cut into
+    # pieces that training targets contain (посети + тельница), not be one unseen token.
+    seen = {t for row in splits["train"] for t in tokenizer.encode(row["ru"]).tokens}
+    for split in ("valid", "test_combinations", "test_systematic", "test_longer"):
+        for row in splits[split]:
+            unseen = set(tokenizer.encode(row["ru"]).tokens) - seen
+            assert not unseen, (split, row["ru"], unseen)
+
+
 # --- the build ------------------------------------------------------------------------
 
 
