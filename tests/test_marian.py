@@ -15,10 +15,12 @@ transformers = pytest.importorskip("transformers")
 
 from tfs.decoding import beam_search, greedy  # noqa: E402
 from tfs.marian import (  # noqa: E402
+    OPUS_MT_EN_RU,
     TINY,
     convert,
     from_marian,
     generate_settings,
+    load_opus_mt,
     names,
     save_tiny_marian,
     tiny_marian,
@@ -212,3 +214,24 @@ def test_a_checkpoint_without_final_logits_bias_or_the_model_prefix_loads(pair):
     assert torch.equal(loaded.output_bias, torch.zeros(VOCAB))
     assert torch.equal(loaded.embedding.weight, ours.embedding.weight)
     assert isinstance(loaded, Transformer) and not loaded.training
+
+
+
+def test_load_opus_mt_converts_the_hub_files(pair, tmp_path, monkeypatch):
+    """load_opus_mt asks tfs.hub for config.json and pytorch_model.bin (the files of the real
+    repository); here tfs.hub answers with a tiny model's (tests/test_marian_hub.py does it
+    through HTTP, with a local server standing in for the Hub)."""
+    theirs, ours = pair
+    theirs.config.to_json_file(tmp_path / "config.json")
+    torch.save(theirs.state_dict(), tmp_path / "pytorch_model.bin")
+    asked = []
+
+    def hub_file(repo_id, filename, **kwargs):
+        asked.append((repo_id, filename))
+        return str(tmp_path / filename)
+
+    monkeypatch.setattr("tfs.hub.hf_hub_download", hub_file)
+    loaded = load_opus_mt()
+    assert asked == [(OPUS_MT_EN_RU, "config.json"), (OPUS_MT_EN_RU, "pytorch_model.bin")]
+    for name, tensor in ours.state_dict().items():
+        assert torch.equal(tensor, loaded.state_dict()[name]), name

@@ -360,8 +360,10 @@ def tiny_marian(seed=0, vocab_size=64, eos_bias=0.15, std=0.15, embedding_std=0.
     return model.eval()
 
 
-def save_tiny_marian(folder, seed=0, texts=None, **tiny_marian_kwargs):
-    """Write a tiny random Marian as a Hub folder: config.json, model.safetensors and a
+def save_tiny_marian(folder, seed=0, texts=None, weights_file="model.safetensors",
+                     **tiny_marian_kwargs):
+    """Write a tiny random Marian as a Hub folder: config.json, the weights (`weights_file`:
+    "model.safetensors", or "pytorch_model.bin" as opus-mt-en-ru's repository has them), a
     MarianTokenizer's files (source.spm, target.spm, vocab.json, tokenizer_config.json),
     with a SentencePiece model of a few dozen pieces trained on `texts` (default: a few
     English sentences); the model's vocabulary is the tokenizer's. Other keyword arguments
@@ -395,7 +397,13 @@ def save_tiny_marian(folder, seed=0, texts=None, **tiny_marian_kwargs):
         "pad_token": "<pad>", "separate_vocabs": False,
     }))
     model = tiny_marian(seed, vocab_size=len(vocabulary), **tiny_marian_kwargs)
-    model.save_pretrained(folder)
+    if weights_file not in ("model.safetensors", "pytorch_model.bin"):
+        raise ValueError(f"weights_file must be model.safetensors or pytorch_model.bin, "
+                         f"got {weights_file!r}")
+    model.save_pretrained(folder)  # config.json, generation_config.json, model.safetensors
+    if weights_file == "pytorch_model.bin":
+        (folder / "model.safetensors").unlink()
+        torch.save(model.state_dict(), folder / "pytorch_model.bin")
     return folder
 
 
