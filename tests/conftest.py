@@ -24,13 +24,14 @@ def one_thread():
 
 
 class StandInHub(BaseHTTPRequestHandler):
-    """Answers what huggingface_hub and transformers ask the Hub for a model repository:
-    HEAD/GET /<repo>/resolve/<revision>/<file> (with the X-Repo-Commit and ETag headers they
-    need), GET /api/models/<repo>[/revision/<rev>] (the file list) and .../tree/... (no
-    sub-folders). Everything else: 404."""
+    """Answers what huggingface_hub and transformers ask the Hub for a repository:
+    HEAD/GET /[datasets/]<repo>/resolve/<revision>/<file> (with the X-Repo-Commit and ETag
+    headers they need), GET /api/{models,datasets}/<repo>[/revision/<rev>] (the file list,
+    with sizes: what tfs.hub.file_size reads) and .../tree/... (no sub-folders). Else 404."""
 
     commit = "1234567890abcdef1234567890abcdef12345678"
-    repos: dict = {}  # repo_id -> {filename: bytes}
+    repos: dict = {}  # "owner/name" or "datasets/owner/name" -> {filename: bytes}
+    sizes: dict = {}  # the same keys -> {filename: size}, listed whether served or not
     requests: list = []
 
     def do_HEAD(self):
@@ -61,17 +62,20 @@ class StandInHub(BaseHTTPRequestHandler):
     def body(self, path, headers):
         if path == "/":
             return b"a stand-in for the Hub"
-        for repo_id, files in self.repos.items():
-            if path.startswith(f"/{repo_id}/resolve/"):
-                name = path.removeprefix(f"/{repo_id}/resolve/").split("/", 1)[-1]
-                if name in files:
-                    headers["ETag"] = '"' + hashlib.sha256(files[name]).hexdigest() + '"'
-                    return files[name]
-                return None
-            if path.startswith(f"/api/models/{repo_id}/tree/"):
+        for key, files in self.repos.items():
+            kind, repo_id = key.split("/", 1) if key.startswith("datasets/") else ("models", key)
+            if path.startswith(f"/{key}/resolve/"):
+                name = path.removeprefix(f"/{key}/resolve/").split("/", 1)[-1]
+                if name not in files:
+                    return None
+                headers["ETag"] = '"' + hashlib.sha256(files[name]).hexdigest() + '"'
+                return files[name]
+            if path.startswith(f"/api/{kind}/{repo_id}/tree/"):
                 return b"[]"
-            if path.startswith(f"/api/models/{repo_id}"):
-                siblings = [{"rfilename": name, "size": len(data)} for name, data in files.items()]
+            if path.startswith(f"/api/{kind}/{repo_id}"):
+                sizes = {name: len(data) for name, data in files.items()}
+                sizes.update(self.sizes.get(key, {}))
+                siblings = [{"rfilename": name, "size": size} for name, size in sizes.items()]
                 answer = {"id": repo_id, "sha": self.commit, "siblings": siblings}
                 return json.dumps(answer).encode()
         return None
@@ -81,13 +85,22 @@ class StandInHub(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def stand_in_hub(folders):
-    """Serve {repo_id: folder} over HTTP on 127.0.0.1; yields the endpoint (for HF_ENDPOINT)."""
-    StandInHub.repos = {
-        repo_id: {path.name: path.read_bytes() for path in Path(folder).iterdir() if path.is_file()}
-        for repo_id, folder in folders.items()
-    }
-    StandInHub.requests = []
+def stand_in_hub(repos, sizes=None):
+    """Serve Hub repositories over HTTP on 127.0.0.1; yields the endpoint (for HF_ENDPOINT).
+
+    `repos`: {"owner/name" (a model) or "datasets/owner/name": a folder (its files) or
+    {filename: bytes or a path}}; `sizes`: {the same keys: {filename: size}} for files that
+    are listed (tfs.hub.file_size) but not served, e.g. a real weights file.
+    """
+    served = {}
+    for key, files in repos.items():
+        if not isinstance(files, dict):
+            files = {path.name: path for path in Path(files).iterdir() if path.is_file()}
+        served[key] = {
+            name: data if isinstance(data, bytes) else Path(data).read_bytes()
+            for name, data in files.items()
+        }
+    StandInHub.repos, StandInHub.sizes, StandInHub.requests = served, dict(sizes or {}), []
     server = ThreadingHTTPServer(("127.0.0.1", 0), StandInHub)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -22,10 +22,11 @@ STAND_IN = """
     import json
     import torch
     from transformers import MarianMTModel, MarianTokenizer
-    from tfs.marian import OPUS_MT_EN_RU, generate_settings, load_opus_mt, translate
-    ours = load_opus_mt()  # tfs.hub.hf_hub_download: config.json and pytorch_model.bin
+    from tfs.marian import OPUS_MT_EN_RU, download_marian, from_marian, translate
+    folder = download_marian()  # tfs.hub.hf_hub_download: config.json and pytorch_model.bin
+    ours = from_marian(folder)
+    theirs = MarianMTModel.from_pretrained(folder).eval()  # the same files, no new download
     tokenizer = MarianTokenizer.from_pretrained(OPUS_MT_EN_RU)
-    theirs = MarianMTModel.from_pretrained(OPUS_MT_EN_RU).eval()
     sentences = ["I see the cat.", "Where is the bus stop?"]
     batch = tokenizer(sentences, return_tensors="pt", padding=True)
     with torch.no_grad():

@@ -10,7 +10,8 @@ output scores, and a decoder that starts from <pad>. This module
   weight through one name map (`NAMES`), and refuses with a ValueError what our model
   cannot represent (pre-LN, an untied output layer, other activations, separate source and
   target vocabularies, ...): `from_marian`, `convert`, `variant_of`;
-- downloads opus-mt-en-ru from the Hub and converts it (`load_opus_mt`, online only);
+- downloads opus-mt-en-ru from the Hub (`download_marian`) and converts it (`load_opus_mt`),
+  online only;
 - translates text with `tfs.decoding.beam_search` and a `MarianTokenizer` (`translate`),
   with the settings `MarianMTModel.generate` uses (4 beams, length penalty 1, <pad> banned);
 - builds a tiny Marian with random weights, offline, for tests and for the lessons
@@ -243,22 +244,26 @@ def load_weights(folder):
     raise ValueError(f"{folder} has neither model.safetensors nor pytorch_model.bin")
 
 
-def load_opus_mt(repo_id=OPUS_MT_EN_RU, weights_file="pytorch_model.bin"):
-    """Download a Marian model's config.json and weights from the Hub (about 307 MB for
-    opus-mt-en-ru) with `tfs.hub.hf_hub_download`, and `convert` them. Online only: offline,
-    tfs.hub raises `HubFileMissing` for the weights (the course does not ship them)."""
+def download_marian(repo_id=OPUS_MT_EN_RU, weights_file="pytorch_model.bin"):
+    """Download a Marian model's config.json and weights (about 307 MB for opus-mt-en-ru)
+    with `tfs.hub.hf_hub_download`; returns the local folder holding both, which
+    `from_marian` and `MarianMTModel.from_pretrained` read (one download for both). Online
+    only: offline, tfs.hub raises `tfs.hub.HubFileMissing` for the weights (the course does
+    not ship them)."""
     from tfs.hub import hf_hub_download
 
-    config_path = Path(hf_hub_download(repo_id, "config.json"))
     weights_path = Path(hf_hub_download(repo_id, weights_file))
-    config = json.loads(config_path.read_text())
-    if weights_file.endswith(".safetensors"):
-        from safetensors.torch import load_file
+    config_path = Path(hf_hub_download(repo_id, "config.json"))
+    folder = weights_path.parent
+    if config_path.parent != folder:  # e.g. another revision: keep the two together
+        raise ValueError(f"{repo_id}: config.json and {weights_file} came from different "
+                         f"snapshots ({config_path.parent} and {folder})")
+    return folder
 
-        state_dict = load_file(weights_path)
-    else:
-        state_dict = torch.load(weights_path, map_location="cpu", weights_only=True)
-    return convert(config, state_dict)
+
+def load_opus_mt(repo_id=OPUS_MT_EN_RU, weights_file="pytorch_model.bin"):
+    """`download_marian` and `from_marian`: opus-mt-en-ru (or `repo_id`) in our Transformer."""
+    return from_marian(download_marian(repo_id, weights_file))
 
 
 def _full_name(name):
