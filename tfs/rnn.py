@@ -94,7 +94,7 @@ class GRUTranslator(nn.Module):
     @torch.no_grad()
     def generate(self, src, bos_id, eos_id, max_len):
         """Greedy decoding, one step at a time: (B, T) ids without <bos>, <eos> included,
-        <pad> after it (as `tfs.decoding.greedy`); <pad> is never generated."""
+        <pad> after it (as `tfs.decoding.greedy`); <pad> and <bos> are never generated."""
         max_len = _check_int(max_len, "max_len")
         was_training = self.training
         self.eval()
@@ -105,7 +105,7 @@ class GRUTranslator(nn.Module):
         outputs = []
         for _ in range(max_len):
             scores, state = self.decode(token, S, src, state)
-            scores[:, -1, self.pad_id] = float("-inf")
+            scores[:, -1, [self.pad_id, bos_id]] = float("-inf")
             token = scores[:, -1].argmax(dim=-1).masked_fill(finished, self.pad_id)[:, None]
             outputs.append(token)
             finished |= token[:, 0] == eos_id
