@@ -100,6 +100,16 @@ def test_no_shipped_file_refers_to_a_path_outside_the_repository():
         assert not re.search(r"/work/|/tmp/|shared/|\.\./|/home/|[A-Z]:\\\\", text), name
 
 
+def test_the_card_gives_the_shipped_sizes(splits):
+    card = (SHIPPED / "CARD.md").read_text(encoding="utf-8")
+    for split, rows in splits.items():
+        assert f"| `{split}.tsv` | {len(rows):,} |" in card, split
+    total = sum(len(splits[split]) for split in data.SPLITS)
+    assert f"{total:,} pairs" in card
+    assert "FINAL_SAMPLE_LINE" not in card
+    assert f"{data.load_tokenizer().get_vocab_size():,}-token" in card
+
+
 # --- sizes and coverage -----------------------------------------------------------------
 
 
