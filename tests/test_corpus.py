@@ -227,3 +227,25 @@ def test_the_course_pair_is_required(tmp_path):
     (tmp_path / "a.tsv").write_text("Tom left.\tТом ушёл.\n", encoding="utf-8")
     with pytest.raises(build_data.CorpusError, match="course pair"):
         build_data.read_corpus(tmp_path)
+
+
+# --- the card and the licence ----------------------------------------------------------
+
+
+def test_the_card_and_the_licence_are_beside_the_data(train, validation):
+    card = (CORPUS_DIR / "CARD.md").read_text(encoding="utf-8")
+    total = len(train) + len(validation)
+    assert f"{total:,} English–Russian sentence pairs" in card
+    assert f"({len(train):,} for training, {len(validation):,} for validation)" in card
+    assert "CC BY 4.0" in card and "CC BY 4.0" in (CORPUS_DIR / "LICENSE").read_text()
+
+
+def test_english_is_spelled_one_way():
+    # American spelling throughout (the corpus's majority): no British variant is left
+    british = re.compile(r"\b(\w+our|\w+tre|cancelled|travell\w+|\w+ise[ds]?|grey|mum)\b", re.I)
+    allowed = {"your", "our", "four", "hour", "sour", "surprise", "surprised", "raise", "noise",
+               "promised", "promise"}
+    found = set()
+    for pair in build_data.read_corpus():
+        found |= {w.lower() for w in british.findall(pair.en)} - allowed
+    assert not found, sorted(found)
