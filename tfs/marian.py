@@ -304,6 +304,7 @@ def generate_settings(model, beam_size=4, length_penalty=1.0, max_len=None):
         bad_words_ids=[[model.pad_id]],
         max_new_tokens=max_len or model.max_len - 1,
         num_return_sequences=1,
+        forced_eos_token_id=None,  # opus-mt's config forces <eos> at max_length; ours cuts there
     )
 
 

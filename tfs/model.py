@@ -51,22 +51,18 @@ POSITION_LAYOUTS = ("interleaved", "halves")
 class Variant:
     """What a real model does differently from the 2017 paper; the defaults are the paper's.
 
-    Each field is one difference, here with the values of Marian (opus-mt-*, read from
-    transformers' models/marian/modeling_marian.py):
+    One field per difference, one line each (Marian's values read from transformers'
+    models/marian/modeling_marian.py; tfs.marian.variant_of builds them from a config):
 
-    - activation: the feed-forward's nonlinearity, "relu" (paper) or "swish", i.e. SiLU,
-      x * sigmoid(x) (opus-mt-en-ru's `activation_function`).
-    - scale_embeddings: multiply the embeddings by sqrt(d_model) (paper; Marian's
-      `scale_embedding: true`), or use them as they are (False).
-    - positions: the sinusoidal table's layout, "interleaved" (paper: sin at even entries,
-      cos at odd) or "halves" (Marian: all sines in the first d_model/2 entries, all cosines
-      in the second). Both count positions from 0 (Marian too; BART's learned table starts
-      at 2), with the same frequencies 10000^(-2i/d_model).
-    - output_bias: add a bias, one number per token, to the output scores (Marian's
-      `final_logits_bias`: a buffer loaded with the weights, not trained, so not a parameter).
-    - decoder_start_id: None: the decoder starts from the <bos> that greedy/beam_search are
-      given (the course); a token id: it always starts from this token (Marian starts from
-      <pad>, its `decoder_start_token_id`); the target's first position is never masked.
+    - activation: the feed-forward's nonlinearity, "relu" (paper) or "swish" = SiLU (Marian).
+    - scale_embeddings: embeddings times sqrt(d_model) (paper, Marian's scale_embedding) or not.
+    - positions: sin/cos at even/odd entries, "interleaved" (paper), or "halves": sines, cosines.
+    - output_bias: a fixed bias per token on the output scores (Marian's final_logits_bias).
+    - decoder_start_id: None, start from the given <bos>; an id, always from it (Marian: <pad>).
+
+    Both layouts count positions from 0 with frequencies 10000^(-2i/d_model), Marian too (so
+    no offset is needed); the output bias is a buffer, loaded and saved but not trained (not a
+    parameter, as in Marian); a <pad> start token is never hidden by the target's mask.
     """
 
     activation: str = "relu"
