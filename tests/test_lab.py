@@ -34,6 +34,10 @@ RUN_TIMEOUT = 45  # seconds for the kernel to start and run one cell (it imports
 LESSONS = sorted(path.name for path in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
+def read(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -107,14 +111,14 @@ def server(tmp_path, monkeypatch):
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             if process.poll() is not None:
-                pytest.fail(f"the server exited ({process.returncode}):\n{log_path.read_text()}")
+                pytest.fail(f"the server exited ({process.returncode}):\n{read(log_path)}")
             try:
                 if running.get("/api/status").status_code == 200:
                     break
             except requests.ConnectionError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"no answer in {START_TIMEOUT} s:\n{log_path.read_text()}")
+                pytest.fail(f"no answer in {START_TIMEOUT} s:\n{read(log_path)}")
             time.sleep(0.5)
         running.process, running.spec_folder = process, spec_folder
         yield running

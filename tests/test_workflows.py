@@ -39,7 +39,7 @@ def load_script(name):
 
 
 def workflow(name):
-    loaded = yaml.safe_load((ROOT / ".github" / "workflows" / name).read_text())
+    loaded = yaml.safe_load((ROOT / ".github" / "workflows" / name).read_text(encoding="utf-8"))
     loaded["on"] = loaded.pop(True, loaded.get("on"))  # YAML 1.1 reads the key `on` as True
     return loaded
 
@@ -52,7 +52,7 @@ def commands(job):
 
 
 def test_make_lint_runs_the_workflow_linter_on_every_workflow():
-    makefile = (ROOT / "Makefile").read_text()
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     assert "check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml" in (
         makefile
     )
@@ -87,7 +87,7 @@ def test_the_linter_rejects_a_broken_workflow(tmp_path, case):
 
 def test_the_linter_rejects_an_unknown_event(tmp_path):
     broken = tmp_path / "broken.yml"
-    broken.write_text((ROOT / ".github/workflows/ci.yml").read_text().replace(
+    broken.write_text((ROOT / ".github/workflows/ci.yml").read_text(encoding="utf-8").replace(
         "  pull_request:", "  pull_requests:"))
     result = subprocess.run([*LINT, str(broken)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 1 and "pull_requests" in result.stdout
@@ -107,8 +107,9 @@ def test_ci_runs_make_test_on_ubuntu_and_pytest_on_macos_and_windows():
     assert "python -m pip install -r requirements.txt" in plain
     assert f"python -m pytest tests notebooks {NBVAL}" in plain
     # The same options as `make test` and the README's commands without make.
-    assert NBVAL in " ".join((ROOT / "Makefile").read_text().replace("\\\n", " ").split())
-    assert NBVAL in (ROOT / "README.md").read_text()
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8").replace("\\\n", " ")
+    assert NBVAL in " ".join(makefile.split())
+    assert NBVAL in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_ci_runs_the_oldest_python_pyproject_allows_and_a_current_one():
@@ -149,7 +150,7 @@ def test_the_weekly_workflow_runs_make_latest_and_keeps_the_failing_lessons():
 
 @pytest.fixture(scope="module")
 def sanitize():
-    patterns = get_sanitize_patterns((ROOT / ".nbval-sanitize.cfg").read_text())
+    patterns = get_sanitize_patterns((ROOT / ".nbval-sanitize.cfg").read_text(encoding="utf-8"))
 
     def apply(text):
         for regex, replace in patterns:
