@@ -1,0 +1,51 @@
+"""Reference solutions for the exercises of lesson 05 (learning to translate).
+
+Open this file only when you are stuck: the checker in the lesson (`check.<name>(...)`)
+tells you what is wrong with your own attempt first. Each function here passes its checker
+(tests/test_exercises_05.py makes sure).
+"""
+
+import math
+
+import torch.nn.functional as F
+
+
+# Section 2: batches by length under a token budget. Sort the sentences by length, then
+# fill a batch until one more sentence would make (sentences) x (longest source + longest
+# target) exceed the budget; the last, unfinished batch counts too.
+def token_budget_batches(lengths, max_tokens):
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches, current, longest_src, longest_tgt = [], [], 0, 0
+    for i in order:
+        src, tgt = lengths[i]
+        grown_src, grown_tgt = max(longest_src, src), max(longest_tgt, tgt)
+        if current and (len(current) + 1) * (grown_src + grown_tgt) > max_tokens:
+            batches.append(current)
+            current, grown_src, grown_tgt = [], src, tgt
+        current.append(i)
+        longest_src, longest_tgt = grown_src, grown_tgt
+    batches.append(current)
+    return batches
+
+
+# Section 3: linear warm-up to the peak at step warmup_steps - 1, then a cosine from the
+# peak down to 0 at total_steps.
+def warmup_cosine(step, peak_lr, warmup_steps, total_steps):
+    if step < warmup_steps:
+        return peak_lr * (step + 1) / warmup_steps
+    progress = (step - warmup_steps) / (total_steps - warmup_steps)
+    return peak_lr * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+# Section 3, the bug clinic: F.cross_entropy averaged over EVERY position, the <pad> ones
+# too, so the same sentence scored differently depending on how much padding it got.
+# ignore_index=pad_id skips them, and the mean is over the real tokens.
+def clinic_padding_loss(scores, targets, pad_id):
+    return F.cross_entropy(scores.reshape(-1, scores.shape[-1]), targets.reshape(-1),
+                           ignore_index=pad_id)
+
+
+# Section 8: each process backpropagates its sum divided by the GLOBAL token count, times
+# world_size, because DDP averages (divides by world_size) the processes' gradients.
+def ddp_loss(local_sum, local_tokens, global_tokens, world_size):
+    return local_sum * world_size / global_tokens

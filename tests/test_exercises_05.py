@@ -1,0 +1,175 @@
+"""The exercises of lesson 05: every solution passes, the usual mistakes are named, stubs wait."""
+
+import importlib.util
+import math
+import random
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tfs.exercises import lesson05 as check
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("solutions_lesson05",
+                                               ROOT / "solutions" / "lesson05.py")
+solutions = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(solutions)
+
+
+def stub(*args, **kwargs):
+    raise NotImplementedError
+
+
+CHECKS = {
+    "token_budget_batches": (check.token_budget_batches, solutions.token_budget_batches),
+    "warmup_cosine": (check.warmup_cosine, solutions.warmup_cosine),
+    "clinic_padding_loss": (check.clinic_padding_loss, solutions.clinic_padding_loss),
+    "ddp_loss": (check.ddp_loss, solutions.ddp_loss),
+}
+
+
+@pytest.mark.parametrize("name", CHECKS)
+def test_the_solution_passes(name):
+    checker, solution = CHECKS[name]
+    verdict = checker.verdict(solution)
+    assert verdict.status == "passed", verdict.message
+
+
+@pytest.mark.parametrize("name", CHECKS)
+def test_a_stub_is_not_attempted(name):
+    checker, _ = CHECKS[name]
+    assert checker.verdict(stub).status == "not attempted"
+
+
+def test_the_solutions_are_linked_from_the_module():
+    assert check.SOLUTIONS.endswith("/solutions/lesson05.py")
+
+
+def test_checkers_leave_the_random_state_alone():
+    torch.manual_seed(0)
+    random.seed(0)
+    before = torch.rand(1), random.random()
+    torch.manual_seed(0)
+    random.seed(0)
+    for checker, solution in CHECKS.values():
+        checker.verdict(solution)
+    assert (torch.rand(1), random.random()) == before
+
+
+def by_sentence_count(lengths, max_tokens):  # 32 sentences a batch, whatever their length
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    return [order[i : i + 32] for i in range(0, len(order), 32)]
+
+
+def unsorted(lengths, max_tokens):  # the budget respected, but lengths mixed
+    batches, current, widest = [], [], (0, 0)
+    for i in range(len(lengths)):
+        grown = tuple(map(max, widest, lengths[i]))
+        if current and (len(current) + 1) * sum(grown) > max_tokens:
+            batches.append(current)
+            current, grown = [], lengths[i]
+        current.append(i)
+        widest = grown
+    return batches + [current]
+
+
+def drops_the_last(lengths, max_tokens):
+    return solutions.token_budget_batches(lengths, max_tokens)[:-1]
+
+
+def without_the_new_sentence(lengths, max_tokens):  # checks the budget before adding it
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches, current = [], []
+    for i in order:
+        rows = [lengths[j] for j in current]
+        widest = [max(column) for column in zip(*rows, strict=True)] if rows else []
+        if current and len(current) * sum(widest) > max_tokens:
+            batches.append(current)
+            current = []
+        current.append(i)
+    return batches + [current]
+
+
+@pytest.mark.parametrize("answer, phrase", [
+    (by_sentence_count, "over the budget"),
+    (unsorted, "sort the sentences by length"),
+    (drops_the_last, "last, unfinished batch"),
+    (without_the_new_sentence, "over the budget"),
+])
+def test_token_budget_batches_mistakes(answer, phrase):
+    verdict = check.token_budget_batches.verdict(answer)
+    assert verdict.status == "wrong" and phrase in verdict.message, verdict.message
+
+
+def no_warmup(step, peak_lr, warmup_steps, total_steps):
+    return peak_lr * 0.5 * (1 + math.cos(math.pi * step / total_steps))
+
+
+def starts_at_zero(step, peak_lr, warmup_steps, total_steps):
+    if step < warmup_steps:
+        return peak_lr * step / warmup_steps
+    return solutions.warmup_cosine(step, peak_lr, warmup_steps, total_steps)
+
+
+def no_decay(step, peak_lr, warmup_steps, total_steps):
+    return peak_lr * min(1.0, (step + 1) / warmup_steps)
+
+
+def linear_decay(step, peak_lr, warmup_steps, total_steps):
+    if step < warmup_steps:
+        return peak_lr * (step + 1) / warmup_steps
+    return peak_lr * (1 - (step - warmup_steps) / (total_steps - warmup_steps))
+
+
+@pytest.mark.parametrize("answer, phrase", [
+    (no_warmup, "no warm-up"),
+    (starts_at_zero, "learns nothing"),
+    (no_decay, "decay to (almost) 0"),
+    (linear_decay, "cos"),
+])
+def test_warmup_cosine_mistakes(answer, phrase):
+    verdict = check.warmup_cosine.verdict(answer)
+    assert verdict.status == "wrong" and phrase in verdict.message, verdict.message
+
+
+def test_clinic_the_bug_shows_its_symptom_and_the_fix_removes_it():
+    alone, padded = check.padding_symptom(check.loss_with_a_bug)
+    assert not math.isclose(alone, padded, rel_tol=1e-3)  # the symptom
+    alone, padded = check.padding_symptom(solutions.clinic_padding_loss)
+    assert math.isclose(alone, padded, rel_tol=1e-6)
+    assert check.clinic_padding_loss.verdict(check.loss_with_a_bug).status == "wrong"
+
+
+def masks_but_means_over_all(scores, targets, pad_id):  # zeroes <pad>, divides by everything
+    per_token = F.cross_entropy(scores.reshape(-1, scores.shape[-1]), targets.reshape(-1),
+                                reduction="none")
+    return (per_token * (targets.reshape(-1) != pad_id)).mean()
+
+
+def mean_of_sentence_means(scores, targets, pad_id):
+    per_token = F.cross_entropy(scores.transpose(1, 2), targets, reduction="none",
+                                ignore_index=pad_id)
+    real = (targets != pad_id).sum(dim=1)
+    return (per_token.sum(dim=1) / real).mean()
+
+
+@pytest.mark.parametrize("answer, phrase", [
+    (check.loss_with_a_bug, "still count"),
+    (masks_but_means_over_all, "still count"),
+    (mean_of_sentence_means, "real tokens of the whole batch"),
+])
+def test_clinic_wrong_fixes(answer, phrase):
+    verdict = check.clinic_padding_loss.verdict(answer)
+    assert verdict.status == "wrong" and phrase in verdict.message, verdict.message
+
+
+@pytest.mark.parametrize("answer, phrase", [
+    (lambda s, n, g, w: s / n, "its own token count"),
+    (lambda s, n, g, w: s / g, "multiply by world_size"),
+    (lambda s, n, g, w: s, "differs from the reference"),
+])
+def test_ddp_loss_mistakes(answer, phrase):
+    verdict = check.ddp_loss.verdict(answer)
+    assert verdict.status == "wrong" and phrase in verdict.message, verdict.message
