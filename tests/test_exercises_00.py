@@ -163,3 +163,14 @@ def test_attention_weight_mistakes_are_named(answer, phrase):
 def test_a_large_negative_number_instead_of_minus_infinity_is_fine():
     verdict = check.attention_weights.verdict(lambda s, r: hide(s, r, -1e9).softmax(dim=-1))
     assert verdict.status == "passed", verdict.message
+
+
+def test_the_smallest_fix_of_the_lesson_s_buggy_inputs_passes():
+    """The reader drops the last column instead of the first: that must pass."""
+
+    def fixed(target, start):
+        begin = torch.full((target.shape[0], 1), start)
+        return torch.cat([begin, target], dim=1)[:, :-1]
+
+    verdict = check.clinic_shift.verdict(fixed)
+    assert verdict.status == "passed", verdict.message

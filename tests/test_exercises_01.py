@@ -150,3 +150,17 @@ def test_clinic_mistakes_are_named(answer, phrase):
     verdict = check.clinic_rnn_state.verdict(answer)
     assert verdict.status == "wrong"
     assert phrase in verdict.message
+
+
+def test_the_smallest_fix_of_the_lesson_s_buggy_layer_passes():
+    """The reader fixes only the typo, keeping the lesson's float32 zeros: that must pass."""
+
+    def fixed(x, W_ih, W_hh):
+        inputs = x @ W_ih
+        s = torch.zeros(x.shape[0], W_hh.shape[0])
+        for k in range(x.shape[1]):
+            s = torch.tanh(inputs[:, k] + s @ W_hh)
+        return s
+
+    verdict = check.clinic_rnn_state.verdict(fixed)
+    assert verdict.status == "passed", verdict.message
