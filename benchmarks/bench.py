@@ -9,12 +9,16 @@ medians taken:
   (b) greedy decoding with vs without the KV cache, at 32, 64 and 128 new tokens;
   (c) beam search (4 beams) vs greedy;
   (d) greedy vs Hugging Face `MarianMTModel.generate` (random weights, built offline from a
-      MarianConfig of the same sizes), if `transformers` is installed.
+      MarianConfig of the same sizes);
+  (e) beam search (4 beams, 64 new tokens, B = 8) at opus-mt-en-ru's real sizes: a
+      MarianMTModel with random weights, converted by tfs.marian, against its own
+      `generate(num_beams=4)`, after checking both give the same tokens.
 
-Usage (from the repository's root):
-  .venv/bin/python benchmarks/bench.py                  # (a)-(c)
-  build/bench-venv/bin/python benchmarks/bench.py       # (a)-(d): see benchmarks/README.md
-Options: --rounds N (default 7), --quick (fewer rounds, for a smoke test).
+Usage (from the repository's root; transformers is in requirements.txt):
+  .venv/bin/python benchmarks/bench.py                  # (a)-(e): see benchmarks/README.md
+  .venv/bin/python benchmarks/bench.py --only e --threads 1
+Options: --rounds N (default 7), --quick (fewer rounds, for a smoke test), --only abcde,
+--threads N.
 """
 
 from __future__ import annotations
@@ -308,6 +312,52 @@ def bench_hugging_face(rounds):
     return rows
 
 
+# --- (e) opus-mt-en-ru's sizes, its weights converted by tfs.marian -------------------------------
+
+OPUS_CONFIG = (Path(__file__).resolve().parent.parent / "data" / "hub"
+               / "models--Helsinki-NLP--opus-mt-en-ru" / "snapshots" / ("0" * 40) / "config.json")
+
+
+def bench_opus_mt(rounds, n=64, batch=8):
+    """Our beam search on opus-mt-en-ru converted by tfs.marian vs MarianMTModel.generate."""
+    try:
+        from transformers import MarianConfig, MarianMTModel
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        return []
+    import json
+
+    from tfs.marian import from_marian, generate_settings
+
+    hf_logging.set_verbosity_error()
+    config = MarianConfig.from_dict(json.loads(OPUS_CONFIG.read_text()))  # the real sizes
+    torch.manual_seed(0)
+    marian = MarianMTModel(config).eval()  # random weights: the time does not depend on them
+    ours = from_marian(marian)
+    pad = config.pad_token_id
+    generator = torch.Generator().manual_seed(1)
+    lengths = torch.randint(20, 33, (batch,), generator=generator)
+    src = torch.randint(1, pad, (batch, int(lengths.max())), generator=generator)
+    src = src.masked_fill(torch.arange(src.shape[1])[None, :] >= lengths[:, None], pad)
+    settings = generate_settings(ours, beam_size=4, max_len=n)
+
+    def generate():
+        with torch.no_grad():
+            return marian.generate(input_ids=src, attention_mask=(src != pad).long(), **settings)
+
+    def ours_beam():
+        return beam_search(ours, src, None, config.eos_token_id, max_len=n, beam_size=4)
+
+    theirs_out, ours_out = generate(), ours_beam()
+    assert torch.equal(theirs_out[:, 1:], ours_out), "the same tokens, or the timing means nothing"
+    assert ours_out.shape == (batch, n), "every sentence runs the full n tokens"
+    ours_params = sum(p.numel() for p in ours.parameters())
+    medians = interleaved({"tfs": ours_beam, "hf": generate}, rounds)
+    return [(f"(e) opus-mt-en-ru sizes ({ours_params:,} params), converted by tfs.marian: "
+             f"beam 4 vs HF generate(num_beams=4), B={batch}, {n} tokens, identical tokens",
+             "tfs / transformers", medians["tfs"], medians["hf"])]
+
+
 # --- the report ---------------------------------------------------------------------------------
 
 
@@ -326,7 +376,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="2 rounds: a smoke test")
     parser.add_argument("--threads", type=int, default=None, help="torch threads")
-    parser.add_argument("--only", default="abcd", help="which parts to run, e.g. 'ab'")
+    parser.add_argument("--only", default="abcde", help="which parts to run, e.g. 'ab'")
     args = parser.parse_args()
     rounds = 2 if args.quick else args.rounds
     if args.threads:
@@ -346,6 +396,7 @@ def main():
         "b": lambda: bench_cache(rounds),
         "c": lambda: bench_beam(rounds),
         "d": lambda: bench_hugging_face(rounds),
+        "e": lambda: bench_opus_mt(max(3, rounds // 2)),
     }
     rows = []
     for part in args.only:
