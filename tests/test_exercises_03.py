@@ -1,0 +1,214 @@
+"""The exercises of lesson 03: every solution passes, the usual mistakes are named, stubs wait.
+
+The reference answers are those of solutions/lesson03.py; the wrong answers below are the
+mistakes a learner makes most often, and each must be rejected with a message naming it.
+"""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tfs.exercises import lesson03 as check
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("solutions_lesson03",
+                                               ROOT / "solutions" / "lesson03.py")
+solutions = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(solutions)
+
+
+def stub(*args, **kwargs):
+    raise NotImplementedError
+
+
+CHECKS = {
+    "decoder_only_parameters": (check.decoder_only_parameters, solutions.decoder_only_parameters),
+    "label_smoothing_loss": (check.label_smoothing_loss, solutions.label_smoothing_loss),
+    "clinic_repeats": (check.clinic_repeats, solutions.clinic_repeats),
+    "sequence_log_probability": (check.sequence_log_probability,
+                                 solutions.sequence_log_probability),
+}
+
+
+@pytest.mark.parametrize("name", CHECKS)
+def test_the_solution_passes(name):
+    checker, solution = CHECKS[name]
+    verdict = checker.verdict(solution)
+    assert verdict.status == "passed", verdict.message
+
+
+@pytest.mark.parametrize("name", CHECKS)
+def test_a_stub_is_not_attempted(name):
+    checker, _ = CHECKS[name]
+    assert checker.verdict(stub).status == "not attempted"
+
+
+def test_the_solutions_are_linked_from_the_module():
+    assert check.SOLUTIONS.endswith("/solutions/lesson03.py")
+
+
+def test_checkers_leave_the_random_state_alone():
+    before = torch.random.get_rng_state()
+    check.clinic_repeats.verdict(solutions.clinic_repeats)
+    check.sequence_log_probability.verdict(solutions.sequence_log_probability)
+    assert torch.equal(before, torch.random.get_rng_state())
+
+
+# --- the parameters of GPT-2 ------------------------------------------------------------------
+
+
+def test_gpt2_small_count_is_hugging_faces():
+    """The oracle: transformers' own GPT-2, built on the meta device (no memory)."""
+    transformers = pytest.importorskip("transformers")
+    vocab, d, d_ff, layers, positions = check.GPT2_SMALL
+    config = transformers.GPT2Config(vocab_size=vocab, n_embd=d, n_inner=d_ff, n_layer=layers,
+                                     n_positions=positions, n_head=12)
+    with torch.device("meta"):
+        model = transformers.GPT2LMHeadModel(config)
+    counted = sum(p.numel() for p in model.parameters())  # the tied lm_head is counted once
+    assert counted == solutions.decoder_only_parameters(*check.GPT2_SMALL) == 124_439_808
+
+
+def parameters_with(untied=0, bias=0, positions=True, final_norm=True, biases=True,
+                    cross=False, norms=2):
+    def fn(vocab_size, d_model, d_ff, n_layers, max_len):
+        attention = 4 * d_model * d_model + (4 * d_model if biases else 0)
+        feed_forward = 2 * d_model * d_ff + ((d_ff + d_model) if biases else 0)
+        layer = attention * (2 if cross else 1) + feed_forward + norms * 2 * d_model
+        total = n_layers * layer + vocab_size * d_model * (1 + untied) + bias * vocab_size
+        total += (max_len * d_model if positions else 0) + (2 * d_model if final_norm else 0)
+        return total
+    return fn
+
+
+@pytest.mark.parametrize("answer, phrase", [
+    (parameters_with(untied=1), "separate output layer: GPT-2 ties"),
+    (parameters_with(untied=1, bias=1), "separate output layer with a bias"),
+    (parameters_with(positions=False), "LEARNS its positional table"),
+    (parameters_with(final_norm=False), "final LayerNorm is missing"),
+    (parameters_with(biases=False), "biases are missing"),
+    (parameters_with(cross=True, norms=3), "no cross-attention"),
+    (parameters_with(norms=3), "three LayerNorms per layer"),
+    (lambda *config: 1.5, "whole number"),
+])
+def test_decoder_only_parameters_mistakes(answer, phrase):
+    verdict = check.decoder_only_parameters.verdict(answer)
+    assert verdict.status == "wrong" and phrase in verdict.message, verdict.message
+
+
+# --- label smoothing -------------------------------------------------------------------------
+
+
+def smoothed_with(over_others=False, one_minus=True, use_log_softmax=True, reduce="mean",
+                  use_epsilon=True):
+    def fn(scores, targets, epsilon):
+        epsilon = epsilon if use_epsilon else 0.0
+        vocab = scores.shape[-1]
+        log_p = scores.log_softmax(-1) if use_log_softmax else scores.softmax(-1).log()
+        spread = epsilon / (vocab - 1) if over_others else epsilon / vocab
+        q = torch.full_like(log_p, spread)
+        right = (1 - epsilon) if one_minus else 1.0
+        q[torch.arange(len(targets)), targets] = right if over_others else right + spread
+        per_position = -(q * log_p).sum(-1)
+        return {"mean": per_position.mean(), "sum": per_position.sum(),
+                "none": per_position}[reduce]
+    return fn
+
+
+@pytest.mark.parametrize("answer, phrase", [
+    (smoothed_with(over_others=True), "|V| − 1 wrong tokens only"),
+    (smoothed_with(one_minus=False), "sums to 1 + ε"),
+    (smoothed_with(use_log_softmax=False), "use log_softmax"),
+    (smoothed_with(reduce="sum"), "take the mean"),
+    (smoothed_with(reduce="none"), "the MEAN over the positions"),
+    (smoothed_with(use_epsilon=False), "ε is not used"),
+])
+def test_label_smoothing_mistakes(answer, phrase):
+    verdict = check.label_smoothing_loss.verdict(answer)
+    assert verdict.status == "wrong" and phrase in verdict.message, verdict.message
+
+
+def test_label_smoothing_solution_is_pytorchs_loss():
+    scores, targets = torch.randn(7, 11), torch.randint(0, 11, (7,))
+    want = F.cross_entropy(scores, targets, label_smoothing=0.2)
+    assert torch.allclose(solutions.label_smoothing_loss(scores, targets, 0.2), want, atol=1e-6)
+
+
+# --- the bug clinic: the buggy loop repeats one token, the fixed one does not ----------------
+
+
+def test_clinic_the_bug_shows_its_symptom_and_the_fix_removes_it():
+    src = torch.tensor([[3, 9], [8, 4]])
+    buggy = check.greedy_with_a_bug(check.CountingModel(), src, 5)
+    fixed = solutions.clinic_repeats(check.CountingModel(), src, 5)
+    assert check.repeat_share(buggy) == 1.0  # the symptom: one token over and over
+    assert check.repeat_share(fixed) == 0.0
+    assert fixed.tolist() == [[3, 4, 5, 6, 7], [8, 9, 10, 11, 12]]  # a b c d e, f g h i j
+    verdict = check.clinic_repeats.verdict(check.greedy_with_a_bug)
+    assert verdict.status == "wrong" and "still one token repeated" in verdict.message
+
+
+@torch.no_grad()
+def greedy_keeping_bos(model, src, n_tokens):
+    out = torch.full((src.shape[0], 1), 1)
+    memory = model.encode(src)
+    for _ in range(n_tokens):
+        scores = model.decode(out, memory, src)[:, -1]
+        out = torch.cat([out, scores.argmax(-1, keepdim=True)], dim=1)
+    return out
+
+
+@torch.no_grad()
+def greedy_last_token_only(model, src, n_tokens):
+    out = torch.full((src.shape[0], 1), 1)
+    memory = model.encode(src)
+    for _ in range(n_tokens):
+        scores = model.decode(out[:, -1:], memory, src)[:, -1]  # no cache: the past is lost
+        out = torch.cat([out, scores.argmax(-1, keepdim=True)], dim=1)
+    return out[:, 1:]
+
+
+@pytest.mark.parametrize("answer, phrase", [
+    (greedy_keeping_bos, "without the <bos>"),
+    (greedy_last_token_only, "must read the whole prefix"),
+    (lambda model, src, n: [[3] * n] * len(src), "as a tensor"),
+])
+def test_clinic_wrong_fixes(answer, phrase):
+    verdict = check.clinic_repeats.verdict(answer)
+    assert verdict.status == "wrong" and phrase in verdict.message, verdict.message
+
+
+# --- the log-probability of an answer ----------------------------------------------------------
+
+
+def log_p_with(shift=True, skip_pad=True, reduce="sum", use_log_softmax=True, as_log=True):
+    @torch.no_grad()
+    def fn(model, src, out, bos_id):
+        if shift:
+            decoder_input = torch.cat([torch.full((len(out), 1), bos_id), out[:, :-1]], dim=1)
+        else:
+            decoder_input = out
+        scores = model(src, decoder_input)
+        log_p = scores.log_softmax(-1) if use_log_softmax else scores
+        per_token = log_p.gather(-1, out[..., None]).squeeze(-1)
+        real = out != model.pad_id if skip_pad else torch.ones_like(out, dtype=torch.bool)
+        total = per_token.masked_fill(~real, 0.0).sum(1)
+        if reduce == "mean":
+            total = total / real.sum(1)
+        return total if as_log else total.exp()
+    return fn
+
+
+@pytest.mark.parametrize("answer, phrase", [
+    (log_p_with(shift=False), "feed <bos> followed by the answer"),
+    (log_p_with(skip_pad=False), "<pad> after <eos> is counted"),
+    (log_p_with(reduce="mean"), "the SUM over"),
+    (log_p_with(use_log_softmax=False), "raw scores"),
+    (log_p_with(as_log=False), "the probability itself"),
+])
+def test_sequence_log_probability_mistakes(answer, phrase):
+    verdict = check.sequence_log_probability.verdict(answer)
+    assert verdict.status == "wrong" and phrase in verdict.message, verdict.message
