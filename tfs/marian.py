@@ -311,7 +311,7 @@ def generate_settings(model, beam_size=4, length_penalty=1.0, max_len=None):
 # ---------------------------------------------------------------------------------------------
 # a tiny Marian, offline
 
-TINY = dict(d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=64)
+TINY = dict(d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=512)  # positions: opus-mt-en-ru's
 
 
 def tiny_marian(seed=0, vocab_size=64, eos_bias=0.15, std=0.15, embedding_std=0.02, bias_std=0.02):
