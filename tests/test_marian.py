@@ -200,6 +200,14 @@ def test_checkpoints_that_do_not_fit_are_refused_by_name(pair):
     ].roll(1, dims=0)
     with pytest.raises(ValueError, match="sinusoidal table"):
         convert(config, positions)
+    rounded = dict(weights)  # a stored table off by float rounding is used, as HF uses it
+    rounded["model.decoder.embed_positions.weight"] = rounded[
+        "model.decoder.embed_positions.weight"] + 1e-6
+    with pytest.raises(ValueError, match="one table for both"):
+        convert(config, rounded)
+    rounded["model.encoder.embed_positions.weight"] = rounded[
+        "model.decoder.embed_positions.weight"]
+    assert torch.equal(convert(config, rounded).pe, rounded["model.decoder.embed_positions.weight"])
     with pytest.raises(TypeError, match="MarianMTModel or a folder"):
         from_marian(42)
 
