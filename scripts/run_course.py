@@ -39,14 +39,23 @@ def parse_parameter(text: str) -> tuple[str, object]:
 
 def describe_failure(error: Exception) -> str:
     """One line: the failing cell (its number and first line) and the error it raised."""
-    lines = str(error).strip().splitlines()
-    if not hasattr(error, "cell_index"):  # not an error inside a cell (papermill's own)
+    lines = [line for line in str(error).strip().splitlines() if line.strip("- ")]
+    if not hasattr(error, "cell_index"):
+        # A cell that ran out of time (nbclient's CellTimeoutError) names it in a preview
+        # after its first lines; any other error of papermill's own has no cell.
+        if "preview of the cell contents:" in str(error):
+            preview = str(error).split("preview of the cell contents:", 1)[1]
+            source = [line for line in preview.splitlines() if line.strip("- ")]
+            return f"{lines[0]} Cell: {shorten(source[0] if source else '')!r}"
         return lines[-1] if lines else type(error).__name__
     first_line = next((line for line in error.source.splitlines() if line.strip()), "")
-    if len(first_line) > 60:
-        first_line = first_line[:57] + "..."
-    return (f"cell {error.cell_index} (In [{error.exec_count}]: {first_line.strip()!r}) "
+    return (f"cell {error.cell_index} (In [{error.exec_count}]: {shorten(first_line)!r}) "
             f"raised {error.ename}: {error.evalue}")
+
+
+def shorten(line: str, width: int = 60) -> str:
+    line = line.strip()
+    return line if len(line) <= width else line[: width - 3] + "..."
 
 
 def lessons(prefix: str | None) -> list[Path]:

@@ -227,3 +227,15 @@ def test_a_broken_lesson_is_reported_with_its_cell(tmp_path, monkeypatch, capsys
     assert "07_broken ... FAILED" in printed
     assert "cell 2 (In [2]: 'ratio = 1 / 3') raised AssertionError: ratio 0.33" in printed
     assert "::error file=notebooks/07_broken.ipynb,title=07_broken failed::cell 2" in printed
+
+
+def test_a_lesson_that_runs_out_of_time_is_reported_with_its_cell():
+    from nbclient.exceptions import CellTimeoutError
+
+    run_course = load_script("run_course")
+    cell = nbformat.v4.new_code_cell("for step in range(10**9):\n    pass")
+    error = CellTimeoutError.error_from_timeout_and_cell("Timeout waiting (900s).", 900, cell)
+    assert run_course.describe_failure(error) == (
+        "A cell timed out while it was being executed, after 900 seconds. "
+        "Cell: 'for step in range(10**9):'"
+    )
