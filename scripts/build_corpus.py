@@ -867,6 +867,8 @@ def _waited():
     for p in people(("name", "relative")):
         for n in NUMBERS:
             for unit in (MINUTE, HOUR):
+                if unit is HOUR and n > 12:  # waiting a day or more: not what anyone says
+                    continue
                 en = f"{cap(p.en)} waited {en_counted(n, unit[0], unit[1])}."
                 ru = f"{cap(p.ru['nom'])} {waited[p.gender]} {counted_unit(n, unit)}."
                 wrong = (f"{cap(p.ru['nom'])} {waited[p.gender]} "
@@ -1370,9 +1372,10 @@ def _longer_who_lost_stayed():
 def generate_all() -> dict[str, list[Pair]]:
     """Every template's pairs, subsampled to about its cap; structure and phenomena set.
 
-    The subsample takes whole key combinations (in SHA-256 order) until the cap is reached,
-    so the sentences of one combination (a profession's masculine and feminine twins) stay
-    together; the combination of the course pair is always taken.
+    The subsample takes sentences in SHA-256 order until the cap is reached, so every cell of
+    a template (adjective x gender of the noun, say) keeps its share; a profession's masculine
+    and feminine twins are taken together (they differ only in she/he, her/his), and the
+    course pair and its twin are always taken.
     """
     names = [t.name for t in TEMPLATES]
     if len(names) != len(set(names)):
@@ -1387,21 +1390,27 @@ def generate_all() -> dict[str, list[Pair]]:
                 raise ValueError(f"{t.name}: duplicate English sentence {p.en!r}")
             seen.add(p.en)
             pairs.append(p)
-        by_combo = defaultdict(list)
+        by_twins = defaultdict(list)
         for p in pairs:
-            by_combo[p.combo].append(p)
-        must = {p.combo for p in pairs if (p.en, p.ru) in (COURSE_PAIR, COURSE_TWIN)}
-        keep = [p for combo in sorted(must) for p in by_combo[combo]]
-        for combo in sorted(by_combo, key=lambda c: key(t.name, *c)):
+            by_twins[twin_key(p.en)].append(p)
+        must = {twin_key(p.en) for p in pairs if (p.en, p.ru) in (COURSE_PAIR, COURSE_TWIN)}
+        keep = [p for group in sorted(must) for p in by_twins[group]]
+        for group in sorted(by_twins, key=lambda g: key(t.name, g)):
             if len(keep) >= t.cap:
                 break
-            if combo not in must:
-                keep.extend(by_combo[combo])
+            if group not in must:
+                keep.extend(by_twins[group])
         out[t.name] = sorted(keep, key=lambda p: key(t.name, p.en))
     return out
 
 
 RU_WORD = re.compile(r"[А-Яа-яЁё-]+")
+GENDERED = re.compile(r"\b(she|he|her|his|herself|himself)\b")
+
+
+def twin_key(en: str) -> str:
+    """The English sentence with its gendered pronouns blanked: the same for both twins."""
+    return GENDERED.sub("_", en)
 
 
 def ru_forms(text: str) -> list[str]:
@@ -1413,6 +1422,7 @@ def ru_forms(text: str) -> list[str]:
 class Corpus:
     splits: dict = field(default_factory=dict)  # name -> list[Pair]
     agreement: list = field(default_factory=list)  # (en, ru, ru_broken, phenomenon)
+    agreement_pairs: list = field(default_factory=list)  # the same, as Pair (with structure)
 
 
 SYSTEMATIC_FORMS = systematic_forms()
@@ -1423,6 +1433,7 @@ def systematic(pair: Pair) -> bool:
     return any(f in SYSTEMATIC_FORMS for f in ru_forms(pair.ru))
 
 
+MIN_STRUCTURE_COUNT = 5  # ... and this often in train in the same structure (the same role)
 HELD_OUT_SHARE = 0.06  # the share of each structure's key combinations held out for testing
 VALID_SHARE = 0.04
 AGREEMENT_SHARE = 0.5  # of the held-out pairs that have a broken twin
@@ -1453,18 +1464,26 @@ def build_splits() -> Corpus:
                 corpus.splits["valid"].append(p)
             else:
                 corpus.splits["train"].append(p)
-    # test_combinations: every Russian form seen >= MIN_TRAIN_COUNT times in train
+    # test_combinations (and test_agreement): every Russian form seen >= MIN_TRAIN_COUNT
+    # times in train, and >= MIN_STRUCTURE_COUNT times in train in the same structure, so
+    # that a form is known in its role (большой as a feminine prepositional, not only as a
+    # masculine nominative); else the whole combination goes to train
     counts = Counter(f for p in corpus.splits["train"] for f in ru_forms(p.ru))
+    in_structure = Counter((p.structure, f) for p in corpus.splits["train"] for f in ru_forms(p.ru))
     rare = {(p.structure, p.combo) for p in candidates_comb
-            if any(counts[f] < MIN_TRAIN_COUNT for f in ru_forms(p.ru))}
+            if any(counts[f] < MIN_TRAIN_COUNT or in_structure[p.structure, f] < MIN_STRUCTURE_COUNT
+                   for f in ru_forms(p.ru))}
     for p in candidates_comb:
-        if (p.structure, p.combo) not in rare:
+        if (p.structure, p.combo) in rare:  # not a fair test: trained on instead
+            corpus.splits["train"].append(p)
+        else:
             if p.broken and int(key("agree", p.en)[:8], 16) / 16**8 < AGREEMENT_SHARE and \
                     (p.en, p.ru) not in (COURSE_PAIR, COURSE_TWIN):
                 agreement_pool.append(p)
             else:
                 corpus.splits["test_combinations"].append(p)
-    for p in agreement_pool:
+    corpus.agreement_pairs = sorted(agreement_pool, key=lambda p: key(AGREEMENT_SPLIT, p.en))
+    for p in corpus.agreement_pairs:
         ru_broken, phenomenon = p.broken[0]
         corpus.agreement.append((p.en, p.ru, ru_broken, phenomenon))
     # test_longer keeps only sentences whose words all occur in train
