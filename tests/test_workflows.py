@@ -160,6 +160,14 @@ def sanitize():
     return apply
 
 
+def test_the_sanitizer_has_no_carriage_returns():
+    # nbval takes each pattern up to the line's end: a Windows checkout with CRLF line
+    # endings would put a CR into every regex and silently switch the sanitizer off.
+    # .gitattributes checks every text file out with LF.
+    assert b"\r" not in (ROOT / ".nbval-sanitize.cfg").read_bytes()
+    assert "eol=lf" in (ROOT / ".gitattributes").read_text(encoding="utf-8")
+
+
 def test_the_sanitizer_evens_out_platforms(sanitize):
     windows, posix = r"saved to work\lesson_02\model.pt", "saved to work/lesson_02/model.pt"
     assert sanitize(windows) == sanitize(posix)
