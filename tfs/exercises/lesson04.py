@@ -345,8 +345,8 @@ def first_loss(value):
     got = number(value, "your prediction")
     want = math.log(OPUS_VOCAB) + 0.5
     if abs(got - want) < 0.01:
-        return (f"log|V| + sigma^2/2 = {math.log(OPUS_VOCAB):.2f} + 0.5 = {want:.2f} "
-                "nats, before the parrot adds its share")
+        return (f"log|V| + sigma^2/2 = {math.log(OPUS_VOCAB):.2f} + 0.5 = {want:.2f} nats, "
+                "where such a model starts (a tied one, parroting, starts higher)")
     wrong = [
         (math.log(OPUS_VOCAB), "that is log|V| alone, the loss of a uniform guess; random scores "
          "of variance sigma^2 cost sigma^2/2 more (the mean of e^z is e^(sigma^2/2))"),
