@@ -6,9 +6,17 @@ Lessons teach by writing code inline; `tfs` keeps what several lessons reuse:
 - `tfs.viz`: the course's colours, tables, token chips, heatmaps, bar charts and the
   architecture diagrams (`seq2seq_diagram`, `architecture`);
 - `tfs.costs`: FLOPs counted by PyTorch's own counter;
-- `tfs.hub`: Hub files and the course's corpus and tokenizer, online or offline;
-- `tfs.model`: the course's Transformer (lessons 02-03), one source of truth;
-- `tfs.decoding`: greedy decoding and beam search, with a KV cache.
+- `tfs.hub`: Hub files, online or offline (the course's own data stands in, and says so);
+- `tfs.data`: the generated English-Russian corpus of lesson 05 and its tokenizer;
+- `tfs.model`: the course's Transformer (lessons 02-03), one source of truth, with the
+  `Variant` settings that make it a Marian translator;
+- `tfs.decoding`: greedy decoding and beam search (Hugging Face's beam algorithm); the KV
+  cache belongs to the model's attention;
+- `tfs.marian`: Hugging Face's Marian translators (opus-mt-*) converted into `tfs.model`;
+- `tfs.rnn`: lesson 00's GRU translator with attention (lesson 05's baseline);
+- `tfs.train`: the training loop of lessons 03-05 (length batches, label smoothing, warm-up,
+  clipping, checkpoints, mixed precision, DDP);
+- `tfs.exercises`: the checkers of every lesson's exercises and bug clinics.
 """
 
 __version__ = "0.1.0"
