@@ -1,4 +1,4 @@
-"""The exercises of lesson 01: every solution passes, the usual mistakes are named, stubs wait.
+"""The exercises of lesson 01: the usual mistakes, each rejected with a message naming it.
 
 The reference answers are those of solutions/lesson01.py; the wrong answers below are the
 mistakes a learner makes most often, and each must be rejected with a message naming it.
@@ -18,36 +18,6 @@ _spec = importlib.util.spec_from_file_location("solutions_lesson01",
 solutions = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(solutions)
 
-
-def stub(*args, **kwargs):
-    raise NotImplementedError
-
-
-CHECKS = {
-    "rnn_chain": (check.rnn_chain, solutions.rnn_chain),
-    "attention_layer_flops": (check.attention_layer_flops, solutions.attention_layer_flops),
-    "gru_crossover": (check.gru_crossover, solutions.gru_crossover),
-    "clinic_rnn_state": (check.clinic_rnn_state, solutions.clinic_rnn_state),
-}
-
-
-@pytest.mark.parametrize("name", CHECKS)
-def test_the_solution_passes(name):
-    checker, solution = CHECKS[name]
-    verdict = checker.verdict(solution)
-    assert verdict.status == "passed", verdict.message
-
-
-@pytest.mark.parametrize("name", CHECKS)
-def test_a_stub_is_not_attempted(name):
-    checker, _ = CHECKS[name]
-    verdict = checker.verdict(stub)
-    assert verdict.status == "not attempted"
-    assert "not attempted yet" in verdict.line
-
-
-def test_the_solutions_are_linked_from_the_module():
-    assert check.SOLUTIONS.endswith("/solutions/lesson01.py")
 
 
 # --- the chain of a stack of RNN layers ------------------------------------------------------

@@ -16,6 +16,7 @@ repository (`solution_url`), for a reader who is stuck.
 """
 
 from tfs.exercises._core import (
+    Exercise,
     Mistake,
     NotAttempted,
     Verdict,
@@ -29,6 +30,7 @@ from tfs.exercises._core import (
 )
 
 __all__ = [
+    "Exercise",
     "Mistake",
     "NotAttempted",
     "Verdict",
