@@ -23,7 +23,8 @@ if importlib.util.find_spec("tfs") is None:
 from tfs import env
 from tfs.viz import use_course_style
 
-env.quiet()  # no library warnings; no progress bars in headless runs
+env.quiet()  # no library warnings, no progress bars
+print(env.about())  # which tfs this lesson uses, and where it comes from
 
 # %% tags=["parameters"]
 # every check in this lesson holds for any seed: make course PARAMS="SEED=7"

@@ -250,3 +250,28 @@ def test_precision_rejects_bad_devices(monkeypatch):
         env.precision("gpu0")
     with pytest.raises(TypeError, match="device must be"):
         env.precision(0)
+
+
+def test_about_names_the_checkout_when_imported_from_one():
+    assert env.about() == f"tfs {tfs.__version__} from the course's checkout"
+
+
+@pytest.mark.parametrize(
+    "record, expected",
+    [
+        ('{"url": "https://github.com/o/r", "vcs_info": {"vcs": "git", "commit_id": "abcdef123"}}',
+         "installed from git+https://github.com/o/r (commit abcdef1)"),
+        ('{"url": "file:///tmp/w/tfs-0.1.0-py3-none-any.whl", "archive_info": {}}',
+         "installed from a wheel (tfs-0.1.0-py3-none-any.whl)"),
+        (None, "installed from a package index"),
+    ],
+)
+def test_about_says_how_pip_installed_tfs(monkeypatch, record, expected):
+    class Distribution:
+        def read_text(self, name):
+            assert name == "direct_url.json"
+            return record
+
+    monkeypatch.setattr(env, "repo_root", lambda: None)
+    monkeypatch.setattr(env.metadata, "distribution", lambda name: Distribution())
+    assert env.about() == f"tfs {tfs.__version__} {expected}"

@@ -63,6 +63,7 @@ def test_setup_and_parameters_cells(path):
     setup = source(cells[0])
     assert f'TFS = "{tfs.INSTALL_URL}"' in setup, "the set-up cell installs tfs from INSTALL_URL"
     assert "env.quiet()" in setup
+    assert "print(env.about())" in setup, "the set-up cell says which tfs it uses"
     tagged = [c for c in cells if "parameters" in c["metadata"].get("tags", [])]
     assert len(tagged) == 1, "exactly one cell is tagged 'parameters'"
     holds_seed = re.search(r"^SEED = 42\b", source(tagged[0]), re.M)

@@ -7,12 +7,14 @@ Every lesson's set-up cell calls `quiet()`, `seed_everything(SEED)` and prints
 
 from __future__ import annotations
 
+import json
 import logging
 import numbers
 import os
 import random
 import warnings
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -198,6 +200,35 @@ def repo_root() -> Path | None:
     """The course's checkout when `tfs` is installed from one (editable), else None."""
     root = Path(__file__).resolve().parent.parent
     return root if (root / "pyproject.toml").is_file() and (root / "data").is_dir() else None
+
+
+def about() -> str:
+    """One line for a lesson's set-up cell: which `tfs` it imports, and where it comes from.
+
+    "from the course's checkout" when `tfs` is imported from a clone of the course (its
+    data is the checkout's data/); otherwise how pip installed it: from git (with the
+    commit), from a wheel or a folder, as the package's install record says.
+    """
+    from tfs import __version__
+
+    if repo_root() is not None:
+        return f"tfs {__version__} from the course's checkout"
+    try:
+        record = metadata.distribution("tfs").read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        record = None
+    if not record:
+        return f"tfs {__version__} installed from a package index"
+    origin = json.loads(record)
+    url = origin.get("url", "")
+    vcs = origin.get("vcs_info")
+    if vcs:
+        commit = vcs.get("commit_id", "")[:7]
+        at = f" (commit {commit})" if commit else ""
+        return f"tfs {__version__} installed from git+{url}{at}"
+    name = url.rstrip("/").rsplit("/", 1)[-1]
+    kind = "a wheel" if name.endswith(".whl") else "a folder"
+    return f"tfs {__version__} installed from {kind} ({name})"
 
 
 def work_dir(name: str | None = None) -> Path:
