@@ -4,6 +4,7 @@ What `make colab` and the weekly workflow (.github/workflows/latest.yml) run:
 
     .venv/bin/python scripts/colab.py               # every lesson
     .venv/bin/python scripts/colab.py --lesson 00   # the lessons whose name starts with 00
+    .venv/bin/python scripts/colab.py --lesson 00 --lesson 04   # lessons 00 and 04
 
 1. builds tfs's wheel (`pip wheel --no-deps`) from a copy of the files git would commit, in a
    temporary folder (the checkout gets no build/ or *.egg-info from it);
@@ -142,14 +143,16 @@ def run_lessons(paths: list[Path], folder: Path, environment: dict, output: Path
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lesson", help="run only the lessons whose file name starts with this")
+    parser.add_argument("--lesson", action="append", default=[], metavar="PREFIX",
+                        help="run only the lessons whose file name starts with this (repeatable)")
     parser.add_argument("--timeout", type=int, default=900, help="seconds allowed per cell")
     args = parser.parse_args(argv)
 
     run_course = _run_course()
-    selected = run_course.lessons(args.lesson)
+    selected = [path for path in run_course.lessons(None)
+                if not args.lesson or path.name.startswith(tuple(args.lesson))]
     if not selected:
-        print(f"no lesson matches {args.lesson!r} in {run_course.NOTEBOOKS}", file=sys.stderr)
+        print(f"no lesson matches {args.lesson} in {run_course.NOTEBOOKS}", file=sys.stderr)
         return 2
     OUTPUT.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tfs-colab-") as temporary:
