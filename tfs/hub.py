@@ -141,9 +141,9 @@ def installed_data_dir() -> Path:
 def restore_hint() -> str:
     """How to restore a missing or damaged shipped file, for where the data comes from now:
     `git checkout -- data/` in a checkout, reinstalling tfs when it was installed with its
-    data, a fresh copy of data/ when TFS_DATA_DIR points at one."""
+    data, and that copied again when TFS_DATA_DIR points at a copy of data/."""
     if os.environ.get("TFS_DATA_DIR"):
-        return f"restore it in TFS_DATA_DIR ({os.environ['TFS_DATA_DIR']}), a copy of data/"
+        return f"{RESTORE}, then copy its data/ to TFS_DATA_DIR ({os.environ['TFS_DATA_DIR']})"
     from tfs.env import repo_root
 
     return RESTORE if repo_root() is not None else REINSTALL
