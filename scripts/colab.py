@@ -165,19 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         environment = reader_environment(site, temporary / "work")
         results = run_lessons(selected, temporary / "lessons", environment, OUTPUT, args.timeout)
     print()
-    return summary(results)
-
-
-def summary(results: list[tuple[str, float, str]]) -> int:
-    """The table of `make course`: a line per lesson, a total; 1 if any lesson failed."""
-    width = max(len(name) for name, _, _ in results)
-    print(f"{'lesson':<{width}}  {'seconds':>8}  status")
-    for name, seconds, status in results:
-        print(f"{name:<{width}}  {seconds:>8.1f}  {status}")
-    total = sum(seconds for _, seconds, _ in results)
-    failed = sum(status != "ok" for _, _, status in results)
-    print(f"{'total':<{width}}  {total:>8.1f}  {len(results) - failed} ok, {failed} failed")
-    return 1 if failed else 0
+    return run_course.summary(results)
 
 
 if __name__ == "__main__":
