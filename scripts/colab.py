@@ -57,28 +57,45 @@ def source_files(root: Path = ROOT) -> list[str]:
     return sorted(name for name in listing.split("\0") if name and (root / name).is_file())
 
 
-def build_wheel(destination: Path, root: Path = ROOT) -> Path:
-    """Build tfs's wheel into `destination` from a copy of `source_files(root)`; its path.
+def copy_sources(destination: Path, root: Path = ROOT) -> Path:
+    """Copy `source_files(root)` into `destination`, as a fresh clone would hold them."""
+    for name in source_files(root):
+        target = Path(destination) / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / name, target)
+    return Path(destination)
+
+
+def build(kind: str, destination: Path, root: Path = ROOT) -> Path:
+    """Build tfs's "wheel" or "sdist" into `destination` from a copy of `source_files(root)`
+    (the checkout gets no build/ or *.egg-info); its path.
 
     No build isolation: setuptools comes from this Python (requirements.txt pins it), so the
     build needs no network.
     """
-    destination = Path(destination)
+    if kind not in ("wheel", "sdist"):
+        raise ValueError(f"kind must be 'wheel' or 'sdist', got {kind!r}")
+    destination = Path(destination).resolve()
     destination.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tfs-source-") as copy:
-        for name in source_files(root):
-            target = Path(copy) / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(root / name, target)
-        subprocess.run(
-            [*PIP, "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-             "--wheel-dir", str(destination), copy],
-            check=True, capture_output=True, text=True,
-        )
-    wheels = sorted(destination.glob("tfs-*.whl"))
-    if len(wheels) != 1:
-        raise RuntimeError(f"expected one tfs wheel in {destination}, found {wheels}")
-    return wheels[0]
+        copy_sources(Path(copy), root)
+        if kind == "wheel":
+            command = [*PIP, "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                       "--wheel-dir", str(destination), copy]
+        else:  # the PEP 517 hook pip's wheel build calls too, for the source distribution
+            command = [sys.executable, "-c", "import sys; from setuptools import build_meta; "
+                       "build_meta.build_sdist(sys.argv[1])", str(destination)]
+        subprocess.run(command, cwd=copy, check=True, capture_output=True, text=True)
+    pattern = "tfs-*.whl" if kind == "wheel" else "tfs-*.tar.gz"
+    built = sorted(destination.glob(pattern))
+    if len(built) != 1:
+        raise RuntimeError(f"expected one {pattern} in {destination}, found {built}")
+    return built[0]
+
+
+def build_wheel(destination: Path, root: Path = ROOT) -> Path:
+    """tfs's wheel, built into `destination` (see `build`)."""
+    return build("wheel", destination, root)
 
 
 def install_wheel(wheel: Path, target: Path) -> Path:

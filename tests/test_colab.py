@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import textwrap
 import zipfile
 from pathlib import Path
@@ -81,11 +82,15 @@ print("READER " + json.dumps(seen, default=str))
 """
 
 
+NEEDS_GIT = "the wheel is built from the files git tracks: needs git and a clone"
+HAS_GIT = shutil.which("git") is not None and (ROOT / ".git").exists()
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     """(wheel, site): tfs's wheel, and the empty folder it was installed into with --target."""
-    if shutil.which("git") is None or not (ROOT / ".git").exists():
-        pytest.skip("the wheel is built from the files git tracks: needs git and a clone")
+    if not HAS_GIT:
+        pytest.skip(NEEDS_GIT)
     folder = tmp_path_factory.mktemp("colab")
     wheel = colab.build_wheel(folder / "dist")
     return wheel, colab.install_wheel(wheel, folder / "site")
@@ -149,6 +154,19 @@ def test_the_wheel_holds_every_file_git_has_under_data_and_tfs(installed):
     assert len(expected_data) >= 40  # cards, licences, corpora, tokenizers, configs
     code = {name for name in tracked if name.startswith("tfs/") and name.endswith(".py")}
     assert code <= names, sorted(code - names)  # no sub-package missing from pyproject.toml
+
+
+@pytest.mark.skipif(not HAS_GIT, reason=NEEDS_GIT)
+def test_the_sdist_holds_every_file_git_has_under_data(tmp_path):
+    """pip install git+... builds the wheel from the clone, a wheel from an sdist from it:
+    both hold data/, the sdist as data/ and the wheel built from it as tfs/_data."""
+    sdist = colab.build("sdist", tmp_path / "sdist")
+    with tarfile.open(sdist) as archive:
+        members = {member.name.split("/", 1)[1] for member in archive.getmembers()
+                   if member.isfile()}
+    expected = {name for name in colab.source_files() if name.startswith("data/")}
+    assert {name for name in members if name.startswith("data/")} == expected
+    assert "pyproject.toml" in members
 
 
 def test_the_installed_copy_is_byte_for_byte_data(installed):
