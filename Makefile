@@ -3,13 +3,16 @@
 #   make test     lint (code and workflow files) + unit tests of tfs + output regression
 #                 of every lesson (nbval)
 #   make lab      open the lessons in JupyterLab with the course's kernel ("tfs-course")
-# And the weekly check (.github/workflows/latest.yml):
+# And the weekly checks (.github/workflows/latest.yml):
 #   make latest   every lesson, asserts only, against the newest releases of the
 #                 dependencies, in a separate venv (build/venv-latest)
+#   make colab    every lesson, asserts only, as Colab and Kaggle run it: tfs installed
+#                 from its wheel (with its copy of data/), the lessons outside the checkout
 # Options:
 #   make course LESSON=02               only the lessons whose file name starts with 02
 #   make course PARAMS="SEED=7"         parameters passed to every lesson (papermill -p)
 #   make execute NB=notebooks/02_building_blocks.ipynb   re-execute a lesson in place
+#   make test JOBS=1                    the tests in one process (default: two, see below)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -20,13 +23,17 @@ NB     ?= notebooks/*.ipynb
 LATEST := build/venv-latest
 # Options for `make latest`: HOLD="torch" keeps those packages at requirements.txt's pins.
 HOLD   ?=
+# make test runs in JOBS processes (pytest-xdist); each lesson stays whole on one of them
+# (--dist loadfile), computing on one thread (its stored outputs hold at any thread count).
+JOBS   ?= 2
+PARALLEL := $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadfile)
 
 # Every run the course makes is headless: no progress bars in stored outputs,
 # and the Hugging Face Hub is never contacted during tests.
 export TFS_QUIET := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: course test lab latest lint unit nbval execute setup clean
+.PHONY: course test lab latest colab lint unit nbval execute setup clean
 
 setup: $(STAMP)
 
@@ -56,8 +63,15 @@ latest:
 	HF_HUB_OFFLINE=1 $(LATEST)/bin/python scripts/latest.py $(foreach h,$(HOLD),--hold $(h)) \
 		$(if $(LESSON),--lesson $(LESSON))
 
+# Every lesson as Colab and Kaggle run it (scripts/colab.py): tfs's wheel installed into an
+# empty folder, the lessons copied outside the checkout, papermill, asserts only; a line per
+# lesson with its time. LESSON=00 for one.
+colab: $(STAMP)
+	HF_HUB_OFFLINE=1 $(BIN)/python scripts/colab.py $(if $(LESSON),--lesson $(LESSON))
+
 test: $(STAMP) lint
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest tests notebooks \
+	HF_HUB_OFFLINE=1 $(if $(PARALLEL),OMP_NUM_THREADS=1) \
+		$(BIN)/python -m pytest tests notebooks $(PARALLEL) \
 		--nbval --nbval-current-env --nbval-sanitize-with .nbval-sanitize.cfg \
 		-p no:cacheprovider
 

@@ -30,7 +30,8 @@ from packaging.utils import canonicalize_name
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / "requirements.txt"
 # Tools of `make test` only (lint, regression): no lesson or runner needs them.
-TEST_TOOLS = {"ruff", "check-jsonschema", "jupytext", "pytest", "nbval", "jupyterlab"}
+TEST_TOOLS = {"ruff", "check-jsonschema", "jupytext", "pytest", "pytest-xdist", "nbval",
+              "jupyterlab"}
 
 
 def pinned(path: Path = REQUIREMENTS) -> dict[str, Requirement]:

@@ -112,8 +112,14 @@ def main(argv: list[str] | None = None) -> int:
             message = detail.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
             print(f"::error file=notebooks/{path.name},title={path.stem} failed::{message}")
 
-    width = max(len(name) for name, _, _ in results)
     print()
+    return summary(results)
+
+
+def summary(results: list[tuple[str, float, str]]) -> int:
+    """The table after the run (also `make colab`'s): a line per lesson, a total; 1 if any
+    lesson failed, else 0."""
+    width = max(len(name) for name, _, _ in results)
     print(f"{'lesson':<{width}}  {'seconds':>8}  status")
     for name, seconds, status in results:
         print(f"{name:<{width}}  {seconds:>8.1f}  {status}")

@@ -5,7 +5,8 @@
     tokenizer = load_tokenizer()   # a tokenizers.Tokenizer: <pad>=0, <bos>=1, <eos>=2
 
 The corpus ships with the course (it is small); it is found the way `tfs.hub` finds the
-shipped data: in TFS_DATA_DIR if set, else in the checkout's `data/`. How it was made,
+shipped data: in TFS_DATA_DIR if set, else in the checkout's `data/`, else in the copy of
+`data/` installed with tfs (`tfs.hub.data_dir`). How it was made,
 and what each split holds, is in data/gen_en_ru/CARD.md.
 """
 
@@ -27,11 +28,19 @@ PHENOMENA = (
     "gender", "past_agreement", "numbers", "negation", "aspect", "questions", "cases",
     "adjective_agreement", "relative_clause", "two_clauses",
 )
+#: How to restore a file of the checkout's data/ (the messages use `tfs.hub.restore_hint()`,
+#: which also knows an installed tfs and TFS_DATA_DIR).
 RESTORE = "restore it with `git checkout -- data/` in the course's folder (or clone it again)"
 
 
 class CorpusMissing(FileNotFoundError):
     """The generated corpus (or one of its files) is not where the course keeps it."""
+
+
+def _restore() -> str:
+    from tfs.hub import restore_hint
+
+    return restore_hint()
 
 
 def corpus_dir() -> Path:
@@ -43,14 +52,14 @@ def corpus_dir() -> Path:
     except HubFileMissing as error:
         raise CorpusMissing(str(error).replace("shipped data", "generated corpus")) from None
     if not folder.is_dir():
-        raise CorpusMissing(f"the generated corpus {folder} is missing; {RESTORE}")
+        raise CorpusMissing(f"the generated corpus {folder} is missing; {_restore()}")
     return folder
 
 
 def _file(name: str) -> Path:
     path = corpus_dir() / name
     if not path.is_file():
-        raise CorpusMissing(f"the corpus file {path} is missing; {RESTORE}")
+        raise CorpusMissing(f"the corpus file {path} is missing; {_restore()}")
     return path
 
 
@@ -71,14 +80,14 @@ def load_pairs(split: str) -> list[dict]:
         if tuple(header or ()) != COLUMNS[split]:
             raise ValueError(
                 f"the corpus file {path} is damaged: header {header}, expected "
-                f"{list(COLUMNS[split])}; {RESTORE}"
+                f"{list(COLUMNS[split])}; {_restore()}"
             )
         rows = []
         for number, row in enumerate(reader, start=2):
             if len(row) != len(header):
                 raise ValueError(
                     f"the corpus file {path} is damaged at line {number}: {len(row)} fields, "
-                    f"expected {len(header)}; {RESTORE}"
+                    f"expected {len(header)}; {_restore()}"
                 )
             rows.append(dict(zip(header, row, strict=True)))
     return rows
@@ -95,4 +104,4 @@ def load_tokenizer():
     try:
         return Tokenizer.from_file(str(path))
     except Exception as error:  # the tokenizers library raises a plain Exception
-        raise ValueError(f"the corpus file {path} is damaged ({error}); {RESTORE}") from None
+        raise ValueError(f"the corpus file {path} is damaged ({error}); {_restore()}") from None
