@@ -26,10 +26,12 @@ def attention(q, k, v, mask=None):
     return weights @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)
 
 
-# Section 4, the bug clinic: the planted bug divided by √(q.shape[0]), the batch size, instead
-# of √d_k, the width of q and k (their last dimension). The fix is one index.
+# Section 4, the bug clinic: the planted bug divided the scores by scale = 1/√d_k, which
+# multiplies them by √d_k instead of dividing: scores of standard deviation d_k instead of 1,
+# at any batch size. The fix: divide by √d_k (or multiply by the scale).
 def clinic_scaling(q, k, v, mask=None):
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # was q.shape[0]
+    scale = 1 / math.sqrt(q.shape[-1])
+    scores = q @ k.transpose(-2, -1) * scale  # was / scale
     if mask is not None:
         scores = scores + mask
     weights = scores.softmax(dim=-1)

@@ -77,14 +77,24 @@ def test_attention_error_in_the_answer_is_a_sentence():
 
 # --- the bug clinic: the buggy version shows the symptom, the fixed one does not -------------
 
-buggy_attention = attention_with(lambda q: math.sqrt(q.shape[0]))  # the planted bug: batch size
+buggy_attention = attention_with(lambda q: 1 / math.sqrt(q.shape[-1]))  # the bug: / (1/√d_k)
 
 
-def test_clinic_the_bug_shows_its_symptom_and_the_fix_removes_it():
-    assert check.saturation(buggy_attention) > 0.8  # one key takes nearly everything
-    assert check.saturation(solutions.clinic_scaling) < 0.35  # about a quarter of 16 keys
+@pytest.mark.parametrize("d_k, batch", [(512, 2), (16, 2), (16, 128), (64, 1)])
+def test_clinic_the_bug_shows_its_symptom_and_the_fix_removes_it(d_k, batch):
+    # at any batch size and head width: one key takes nearly everything, unless fixed
+    assert check.saturation(buggy_attention, d_k=d_k, batch=batch) > 0.8
+    assert check.saturation(solutions.clinic_scaling, d_k=d_k, batch=batch) < 0.35
     verdict = check.clinic_scaling.verdict(buggy_attention)
     assert verdict.status == "wrong" and "still saturated" in verdict.message
+
+
+def test_clinic_the_symptom_follows_the_seed_and_not_the_lesson_state():
+    tops = {seed: check.saturation(buggy_attention, d_k=16, seed=seed) for seed in (0, 1)}
+    assert tops[0] != tops[1]  # a different draw...
+    assert min(tops.values()) > 0.8  # ...the same symptom
+    with pytest.raises(TypeError, match="seed"):
+        check.saturation(buggy_attention, seed="4")
 
 
 @pytest.mark.parametrize("answer, phrase", [

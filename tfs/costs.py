@@ -34,3 +34,25 @@ def flops_by_operator(fn: Callable, *args, **kwargs) -> dict[str, int]:
         fn(*args, **kwargs)
     totals = counter.get_flop_counts().get("Global", {})
     return {str(op).removeprefix("aten."): int(n) for op, n in totals.items()}
+
+
+def cost_row(block: str, parameters: str, flops: str, order: str, sizes=None, make=None,
+             formula=None) -> dict:
+    """One row of a lesson's cost table: {column: value}.
+
+    With `sizes` ({name: dict of sizes}), `make` (builds the block and its inputs from one
+    size, returns (fn, args)) and `formula` (the FLOPs expected at one size): PyTorch's count
+    of `fn(*args)` at each size is printed beside the formula's value, and both are kept in
+    the row, as "counted, NAME" and "formula, NAME", for the caller to assert they agree.
+    Without them (a block with no matrix product to count) the row has no counts.
+    """
+    if not (sizes is None) == (make is None) == (formula is None):
+        raise ValueError("cost_row() needs sizes, make and formula together, or none of them")
+    row = {"block": block, "parameters": parameters, "FLOPs (formula)": flops}
+    for name, size in (sizes or {}).items():
+        fn, args = make(**size)
+        counted, expected = count_flops(fn, *args), int(formula(**size))
+        row[f"counted, {name}"], row[f"formula, {name}"] = counted, expected
+        print(f"{block}, {name}: counted {counted:,} FLOPs, formula {flops} = {expected:,}")
+    row["grows as"] = f"O({order})"
+    return row

@@ -178,14 +178,17 @@ def _diagnose_weights(weights, q, k, mask, want, what):
 # section 4: the bug clinic, attention whose softmax saturates
 
 
-def saturation(fn, d_k=512, n_keys=16, batch=2):
+def saturation(fn, d_k=512, n_keys=16, batch=2, seed=4):
     """The symptom: the mean top weight of `fn`'s softmax on random queries and keys of width
     d_k (about 0.25 for a healthy softmax over 16 keys; near 1 when the scores are too large).
 
     fn(q, k, v, mask=None) -> (output, weights) is called with q (batch, 4, 250, d_k) and
-    k, v (batch, 4, n_keys, d_k).
+    k, v (batch, 4, n_keys, d_k), entries of variance 1 drawn from a generator seeded with
+    `seed` (the lesson's random state is left alone).
     """
-    generator = torch.Generator().manual_seed(4)
+    if not isinstance(seed, int):
+        raise TypeError(f"seed should be an integer, got {type(seed).__name__}")
+    generator = torch.Generator().manual_seed(seed)
     q = _randn(generator, batch, 4, 250, d_k)
     k, v = _randn(generator, batch, 4, n_keys, d_k), _randn(generator, batch, 4, n_keys, d_k)
     answer = call(fn, q, k, v, what=f"q of shape {tuple(q.shape)}, k and v {tuple(k.shape)}")
@@ -199,15 +202,16 @@ def saturation(fn, d_k=512, n_keys=16, batch=2):
 
 @exercise
 def clinic_scaling(fn):
-    """The clinic of section 4: fix the attention whose softmax saturates on wide heads."""
+    """The clinic of section 4: fix the attention whose softmax saturates (scores too large)."""
     for d_k, batch in [(512, 2), (512, 3), (64, 2), (16, 1)]:
         top = saturation(fn, d_k=d_k, batch=batch)
         healthy = saturation(_attention, d_k=d_k, batch=batch)
         if top > healthy + 0.05:
             raise Mistake(
                 f"still saturated: with d_k = {d_k} and a batch of {batch} your top weight "
-                f"averages {top:.2f} (a healthy softmax over 16 keys: {healthy:.2f}). What is "
-                "the division by? It should be √d_k, the width of q and k: their LAST dimension"
+                f"averages {top:.2f} (a healthy softmax over 16 keys: {healthy:.2f}): the "
+                "scores are still too large. Divide them by √d_k, the width of q and k (their "
+                "LAST dimension); dividing by a scale of 1/√d_k multiplies them by √d_k"
             )
         if top < healthy - 0.05:
             raise Mistake(
