@@ -88,7 +88,8 @@ class BPE:
         self.merged = {}  # (a, b) -> (rank, id of the merged token)
         for rank, (a, b) in enumerate(self.merges):
             if not (0 <= a < len(self.tokens) and 0 <= b < len(self.tokens)):
-                raise ValueError(f"merge {rank} ({a}, {b}) names an id outside the vocabulary")
+                raise ValueError(f"merge {rank} ({a}, {b}) names an id outside the vocabulary: "
+                                 "merges and vocabulary differ")
             new = self.token_id.get(self.tokens[a] + self.tokens[b])
             if new is None:
                 raise ValueError(f"merge {rank} makes {self.tokens[a] + self.tokens[b]!r}, "
