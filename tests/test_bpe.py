@@ -289,5 +289,5 @@ def test_bad_input_is_named(shipped):
         bpe.BPE(tok.tokens[:500], tok.merges, tok.special)
     with pytest.raises(ValueError, match="outside the vocabulary"):
         bpe.decode([5, 99_999], tok)
-    with pytest.raises(ValueError, match="between 100 \(no merge\)"):
+    with pytest.raises(ValueError, match=r"between 100 \(no merge\)"):
         bpe.truncate(tok, 50)
