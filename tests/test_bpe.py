@@ -175,15 +175,9 @@ def recount_bytes(texts, vocab_size):
         merges.append(best)
         merged = Counter()
         for word, n in words.items():
-            out, i = [], 0
-            while i < len(word):
-                if word[i : i + 2] == best:
-                    out.append(best[0] + best[1])
-                    i += 2
-                else:
-                    out.append(word[i])
-                    i += 1
-            merged[tuple(out)] += n
+            symbols = list(word)
+            bpe.merge_word(symbols, *best, best[0] + best[1])
+            merged[tuple(symbols)] += n
         words = merged
     return merges
 

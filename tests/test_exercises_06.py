@@ -74,22 +74,21 @@ def test_apply_merge_mistakes(answer, phrase):
     assert verdict.status == "wrong" and phrase in verdict.message, verdict.message
 
 
-def leftmost_first(symbols, ranks):
-    symbols = list(symbols)
-    while True:
-        pairs = [p for p in zip(symbols, symbols[1:], strict=False) if p in ranks]
-        if not pairs:
-            return symbols
-        symbols = solutions.apply_merge(symbols, pairs[0])
+def merging_by(pick):
+    """An encoder that merges, at each step, the ranked pair that `pick` chooses."""
+
+    def encode(symbols, ranks):
+        symbols = list(symbols)
+        while ranked := [(ranks[p], p) for p in zip(symbols, symbols[1:], strict=False)
+                         if p in ranks]:
+            symbols = solutions.apply_merge(symbols, pick(ranked)[1])
+        return symbols
+
+    return encode
 
 
-def highest_rank_first(symbols, ranks):
-    symbols = list(symbols)
-    while True:
-        ranked = [(ranks[p], p) for p in zip(symbols, symbols[1:], strict=False) if p in ranks]
-        if not ranked:
-            return symbols
-        symbols = solutions.apply_merge(symbols, max(ranked)[1])
+leftmost_first = merging_by(lambda ranked: ranked[0])
+highest_rank_first = merging_by(max)
 
 
 @pytest.mark.parametrize("answer", [leftmost_first, highest_rank_first])

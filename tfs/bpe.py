@@ -26,13 +26,15 @@ recipe of `train_course_tokenizer` (scripts/build_data.py and scripts/build_corp
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import re
-import unicodedata
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import regex
 
 #: The course's special tokens, ids 0, 1, 2, 3 in this order.
 SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>")
@@ -117,10 +119,12 @@ def _check_text(text, what="text"):
         raise TypeError(f"{what} must be a str, got {type(text).__name__}")
 
 
-def is_punctuation(char: str) -> bool:
-    """What the Punctuation pre-tokenizer cuts off: ASCII punctuation or a Unicode P* char."""
-    return (char.isascii() and not char.isalnum() and char.isprintable() and not char.isspace()
-            ) or unicodedata.category(char).startswith("P")
+#: What the Punctuation pre-tokenizer cuts off: Unicode punctuation (P*) or ASCII punctuation.
+PUNCTUATION = r"\p{P}!-/:-@\[-`{-~"
+#: A pre-token: a punctuation mark, or "▁" and what follows it up to the next "▁" or mark, or
+#: such a run at the start of a text that begins with "▁" already.
+PRETOKEN = rf"[{PUNCTUATION}]|{SPACE}[^{SPACE}{PUNCTUATION}]*|[^{SPACE}{PUNCTUATION}]+"
+_PRETOKEN = regex.compile(PRETOKEN)  # \p{P}: the `regex` package, not `re`
 
 
 def pretokenize(text: str) -> list[str]:
@@ -132,26 +136,24 @@ def pretokenize(text: str) -> list[str]:
     marked = text.replace(" ", SPACE)
     if not marked.startswith(SPACE):
         marked = SPACE + marked
-    pieces = []
-    for word in re.findall(f"{SPACE}[^{SPACE}]*", marked):  # split before every ▁
-        run = ""
-        for char in word:
-            if is_punctuation(char):
-                pieces += [run, char] if run else [char]
-                run = ""
-            else:
-                run += char
-        if run:
-            pieces.append(run)
-    return pieces
+    return _PRETOKEN.findall(marked)
 
 
 def pretokenize_bytes(text: str, pattern: str = GPT2_PATTERN) -> list[bytes]:
     """A GPT-style pre-tokenization: the regex's matches, as UTF-8 bytes."""
-    import regex  # \p{L} and possessive quantifiers: the `regex` package, not `re`
-
     _check_text(text)
-    return [piece.encode("utf-8") for piece in regex.findall(pattern, text)]
+    return [piece.encode("utf-8") for piece in _compiled(pattern).findall(text)]
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled(pattern: str):
+    return regex.compile(pattern)
+
+
+@functools.lru_cache(maxsize=16)
+def _special_splitter(names: tuple[str, ...]):
+    longest_first = sorted(names, key=len, reverse=True)  # "<|a|>" before "<|a"
+    return re.compile("(" + "|".join(map(re.escape, longest_first)) + ")")
 
 
 def split_special(text: str, special) -> list[tuple[str, bool]]:
@@ -159,8 +161,7 @@ def split_special(text: str, special) -> list[tuple[str, bool]]:
     _check_text(text)
     if not special:
         return [(text, False)] if text else []
-    names = sorted(special, key=len, reverse=True)  # the longest first: "<|a|b|>" before "<|a"
-    parts = re.split("(" + "|".join(map(re.escape, names)) + ")", text)
+    parts = _special_splitter(tuple(special)).split(text)
     return [(part, i % 2 == 1) for i, part in enumerate(parts) if part]
 
 
