@@ -118,7 +118,7 @@ def main() -> int:
     for size in SIZES:
         merges = len(bpe.train(texts, size).merges)
         a, b = median[f"tfs.bpe {size}"], median[f"tokenizers {size}"]
-        print(f"| {size:,} | {merges:,} | {a:.2f} s | {b:.3f} s | {a / b:.0f} |")
+        print(f"| {size:,} | {merges:,} | {a:.2f} s | {b:.3f} s | {a / b:.2f} |")
     per_merge = median[f"recount {RECOUNT_MERGES} merges"] / RECOUNT_MERGES
     first_merges = len(bpe.train(texts, SIZES[0]).merges)
     incremental = median[f"tfs.bpe {SIZES[0]}"] / first_merges
