@@ -25,7 +25,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer
+
+from tfs.bpe import check_round_trip, train_course_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = ROOT / "data" / "gen_en_ru"
@@ -39,7 +41,6 @@ COURSE_TWIN = (
     "Исследователь сказал, что вымотался.",
 )
 
-SPECIAL_TOKENS = ["<pad>", "<bos>", "<eos>", "<unk>"]  # ids 0..3, as the course tokenizer
 VOCAB_SIZE = 1200  # small enough that every held-out form is spelled with tokens seen in train
 MIN_PAIR_FREQUENCY = 2
 
@@ -1500,40 +1501,9 @@ def build_splits() -> Corpus:
 # =============================================================== tokenizer and files
 
 
-def new_tokenizer() -> Tokenizer:
-    """The course tokenizer's design (scripts/build_data.py): Metaspace + Punctuation BPE."""
-    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
-    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True),
-            pre_tokenizers.Punctuation(behavior="isolated"),
-        ]
-    )
-    tokenizer.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always", split=True)
-    return tokenizer
-
-
 def train_tokenizer(texts: list[str], vocab_size: int = VOCAB_SIZE) -> Tokenizer:
-    tokenizer = new_tokenizer()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        min_frequency=MIN_PAIR_FREQUENCY,
-        special_tokens=SPECIAL_TOKENS,
-        show_progress=False,
-    )
-    tokenizer.train_from_iterator(sorted(set(texts)), trainer=trainer)
-    for expected_id, token in enumerate(SPECIAL_TOKENS):
-        if tokenizer.token_to_id(token) != expected_id:
-            raise RuntimeError(f"special token {token} did not get id {expected_id}")
-    return tokenizer
-
-
-def check_round_trip(tokenizer: Tokenizer, texts: list[str]) -> None:
-    unk = tokenizer.token_to_id("<unk>")
-    for text in texts:
-        ids = tokenizer.encode(text).ids
-        if unk in ids or tokenizer.decode(ids) != text:
-            raise RuntimeError(f"{text!r} does not round-trip through the tokenizer")
+    """The course tokenizer's recipe (tfs.bpe, as scripts/build_data.py) on the distinct texts."""
+    return train_course_tokenizer(set(texts), vocab_size, MIN_PAIR_FREQUENCY)
 
 
 def write_tsv(path: Path, header: str, rows) -> None:

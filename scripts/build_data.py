@@ -3,7 +3,7 @@
 Reads the English-Russian pairs written by hand for this project
 (data/corpus/*.tsv, one `en<TAB>ru` pair a line), checks every line, splits the
 pairs into train and validation, writes both splits as Parquet and trains a BPE
-tokenizer on them:
+tokenizer on them (the course's one recipe, tfs.bpe.train_course_tokenizer):
 
     data/corpus/train.parquet        columns en, ru
     data/corpus/validation.parquet   columns en, ru
@@ -34,9 +34,12 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer
+
+from tfs.bpe import check_round_trip, train_course_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
+
 CORPUS_DIR = ROOT / "data" / "corpus"
 OUT_DIR = CORPUS_DIR  # the derived files sit beside the .tsv files they come from
 
@@ -49,7 +52,6 @@ COURSE_PAIR = (
     "Исследовательница сказала, что вымоталась.",
 )
 
-SPECIAL_TOKENS = ["<pad>", "<bos>", "<eos>", "<unk>"]  # ids 0, 1, 2, 3, in this order
 VOCAB_SIZE = 2000
 MIN_PAIR_FREQUENCY = 2  # a merge must be seen at least twice
 
@@ -204,49 +206,9 @@ def write_parquet(rows: list[tuple[str, str]], path: Path) -> None:
     )
 
 
-def new_tokenizer() -> Tokenizer:
-    """An untrained BPE whose tokens show real letters ("▁сказала", not bytes).
-
-    Metaspace turns each space into "▁" glued to the next word; Punctuation
-    then cuts punctuation marks off into tokens of their own (",", ".", "!").
-    Nothing is normalized, so decode(encode(s)) gives back s exactly.
-    """
-    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
-    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True),
-            pre_tokenizers.Punctuation(behavior="isolated"),
-        ]
-    )
-    tokenizer.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always", split=True)
-    return tokenizer
-
-
 def train_tokenizer(texts: list[str], vocab_size: int = VOCAB_SIZE) -> Tokenizer:
-    """Train the shared English-Russian BPE on `texts` (sorted first: order-free)."""
-    tokenizer = new_tokenizer()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        min_frequency=MIN_PAIR_FREQUENCY,
-        special_tokens=SPECIAL_TOKENS,
-        show_progress=False,
-    )
-    tokenizer.train_from_iterator(sorted(texts), trainer=trainer)
-    for expected_id, token in enumerate(SPECIAL_TOKENS):
-        if tokenizer.token_to_id(token) != expected_id:
-            raise RuntimeError(f"special token {token} did not get id {expected_id}")
-    return tokenizer
-
-
-def check_round_trip(tokenizer: Tokenizer, texts: list[str]) -> None:
-    """Every sentence must decode back to itself, with no <unk>."""
-    unk = tokenizer.token_to_id("<unk>")
-    for text in texts:
-        ids = tokenizer.encode(text).ids
-        if unk in ids:
-            raise RuntimeError(f"<unk> in the encoding of {text!r}")
-        if tokenizer.decode(ids) != text:
-            raise RuntimeError(f"{text!r} decodes to {tokenizer.decode(ids)!r}")
+    """Train the shared English-Russian BPE on `texts` (the course's one recipe, tfs.bpe)."""
+    return train_course_tokenizer(texts, vocab_size, MIN_PAIR_FREQUENCY)
 
 
 def output_paths(out_dir: Path = OUT_DIR) -> dict[str, Path]:

@@ -16,6 +16,9 @@ Lessons teach by writing code inline; `tfs` keeps what several lessons reuse:
 - `tfs.rnn`: lesson 00's GRU translator with attention (lesson 05's baseline);
 - `tfs.train`: the training loop of lessons 03-05 (length batches, label smoothing, warm-up,
   clipping, checkpoints, mixed precision, DDP);
+- `tfs.bpe`: byte-pair encoding written out (lesson 06): the trainer (equal to the `tokenizers`
+  library's), a byte-level trainer, the encoder and decoder, cl100k_base, and the course
+  tokenizers' one recipe;
 - `tfs.exercises`: the checkers of every lesson's exercises and bug clinics.
 """
 
