@@ -46,6 +46,25 @@ def clinic_repeats(model, src, n_tokens):
     return out[:, 1:]  # without <bos>
 
 
+# Section 6: greedy decoding that stops. The lesson's loop, plus three things: the scores of
+# <pad> and <bos> set to -inf, <pad> written for every answer that already has its <eos>, and
+# a stop as soon as all of them have one.
+@torch.no_grad()
+def greedy_until_eos(model, src, max_len):
+    memory = model.encode(src)  # (B, T_src, d_model): once
+    out = torch.full((src.shape[0], 1), 1, device=src.device)  # (B, 1): <bos> is token 1
+    finished = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)  # (B,)
+    for _ in range(max_len):
+        scores = model.decode(out, memory, src)[:, -1]  # (B, |V|)
+        scores[:, [0, 1]] = float("-inf")  # never <pad> (0) or <bos> (1)
+        next_token = scores.argmax(dim=-1).masked_fill(finished, 0)  # <pad> after <eos>
+        out = torch.cat([out, next_token[:, None]], dim=1)  # (B, t + 1)
+        finished |= next_token == 2  # <eos> is token 2
+        if finished.all():
+            break
+    return out[:, 1:]  # without <bos>
+
+
 # Section 6: log p(out | src) = Σ_t log p(out_t | out_<t, src), one teacher-forced pass:
 # the decoder reads <bos> + out without its last token, position t is scored on out[t], and
 # the <pad> after <eos> is left out.

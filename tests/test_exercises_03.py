@@ -11,6 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import tfs.decoding
 from tfs.exercises import lesson03 as check
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -176,3 +177,49 @@ def log_p_with(shift=True, skip_pad=True, reduce="sum", use_log_softmax=True, as
 def test_sequence_log_probability_mistakes(answer, phrase):
     verdict = check.sequence_log_probability.verdict(answer)
     assert verdict.status == "wrong" and phrase in verdict.message, verdict.message
+
+
+# --- greedy decoding that stops at <eos> -----------------------------------------------------
+
+
+def greedy_with(mask=True, pad_after=True, stop="all", keep_bos=False):
+    @torch.no_grad()
+    def fn(model, src, max_len):
+        memory = model.encode(src)
+        out = torch.full((src.shape[0], 1), 1)
+        finished = torch.zeros(src.shape[0], dtype=torch.bool)
+        for _ in range(max_len):
+            scores = model.decode(out, memory, src)[:, -1]
+            if mask:
+                scores[:, [0, 1]] = float("-inf")
+            next_token = scores.argmax(dim=-1)
+            if pad_after:
+                next_token = next_token.masked_fill(finished, 0)
+            out = torch.cat([out, next_token[:, None]], dim=1)
+            finished |= next_token == 2
+            if (stop == "all" and finished.all()) or (stop == "any" and finished.any()):
+                break
+        return out if keep_bos else out[:, 1:]
+    return fn
+
+
+@pytest.mark.parametrize("answer, phrase", [
+    (greedy_with(mask=False), "set their scores to -inf"),
+    (greedy_with(pad_after=False), "after an answer's <eos> write <pad>"),
+    (greedy_with(stop="any"), "EVERY answer of the batch"),
+    (greedy_with(stop="never"), "so stop there"),
+    (greedy_with(keep_bos=True), "without the <bos>"),
+    (lambda model, src, max_len: [[3, 4]], "as a tensor"),
+])
+def test_greedy_until_eos_mistakes(answer, phrase):
+    verdict = check.greedy_until_eos.verdict(answer)
+    assert verdict.status == "wrong" and phrase in verdict.message, verdict.message
+
+
+def test_greedy_until_eos_reference_is_tfs_decoding():
+    """The checker's own loop for stand-in models equals tfs.decoding.greedy on a real one."""
+    model = check._small_model(seed=5)
+    src = torch.randint(3, 13, (6, 7), generator=torch.Generator().manual_seed(4))
+    want = tfs.decoding.greedy(model, src, check.BOS, check.EOS, max_len=9, use_cache=False)
+    assert torch.equal(check._greedy_until_eos_reference(model, src, 9), want)
+    assert torch.equal(solutions.greedy_until_eos(model, src, 9), want)

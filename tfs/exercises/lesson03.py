@@ -6,8 +6,9 @@ In the lesson::
 
     check.decoder_only_parameters(my_count)     # section 3, the parameter formula of GPT-2
     check.label_smoothing_loss(my_loss)         # section 5, the paper's smoothed loss
-    check.clinic_repeats(fixed_greedy)          # section 5, the bug clinic
-    check.sequence_log_probability(my_log_p)    # section 6, what beam search ranks by
+    check.clinic_repeats(fixed_greedy)          # section 6, the bug clinic
+    check.greedy_until_eos(my_greedy)           # section 6, greedy decoding that stops
+    check.sequence_log_probability(my_log_p)    # section 7, what beam search ranks by
 
 Every checker runs the answer on inputs of its own (a batch of 1, padding, large scores, an
 untrained model) and compares it with the reference: the course's `tfs.model`,
@@ -31,8 +32,10 @@ SOLUTIONS = solution_url("03")
 __all__ = [
     "SOLUTIONS",
     "CopyingModel",
+    "BosLovingModel",
     "CountingModel",
     "clinic_repeats",
+    "greedy_until_eos",
     "greedy_with_a_bug",
     "decoder_only_parameters",
     "label_smoothing_loss",
@@ -308,6 +311,88 @@ def clinic_repeats(fn):
     got = call(fn, model, src, 4, what="a tfs.model.Transformer, B = 4, 4 tokens")
     close(got, _greedy_reference(model, src, 4), "your tokens (a tfs.model.Transformer)")
     return "no longer repeats: the same tokens as the lesson's greedy loop, on 3 models"
+
+
+# ---------------------------------------------------------------------------------------------
+# section 6: greedy decoding that stops at <eos>
+
+
+class BosLovingModel(CountingModel):
+    """A CountingModel that scores <bos> highest and <pad> second at every step: a decoder
+    that lets them be written finds no letter at all."""
+
+    def decode(self, tgt, memory, src):
+        scores = super().decode(tgt, memory, src)  # (B, T_tgt, |V|)
+        scores[..., BOS], scores[..., PAD] = 9.0, 8.0
+        return scores
+
+
+@torch.no_grad()
+def _greedy_until_eos_reference(model, src, max_len):
+    """tfs.decoding.greedy without the cache, for any model with `encode` and `decode`."""
+    memory = model.encode(src)
+    out = torch.full((src.shape[0], 1), BOS, device=src.device)
+    finished = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
+    for _ in range(max_len):
+        scores = model.decode(out, memory, src)[:, -1]  # (B, |V|)
+        scores[:, [PAD, BOS]] = float("-inf")
+        next_token = scores.argmax(dim=-1).masked_fill(finished, PAD)  # (B,)
+        out = torch.cat([out, next_token[:, None]], dim=1)
+        finished |= next_token == EOS
+        if finished.all():
+            break
+    return out[:, 1:]
+
+
+def _after_eos(tokens):
+    """(B, T) bool: the positions after each row's first <eos>."""
+    seen = (tokens == EOS).int().cumsum(dim=1)
+    return (seen - (tokens == EOS).int()) > 0
+
+
+@exercise
+def greedy_until_eos(fn):
+    """fn(model, src, max_len) -> (B, T), T <= max_len: the greedy tokens, never <pad> or
+    <bos>, <pad> after each answer's <eos>, stopping once every answer has its <eos>."""
+    src = torch.tensor([[3, 9, 4], [7, 3, 3], [10, 5, 6]])  # first letters a, e, h
+    what = "a model that counts up the alphabet (after j: <eos>), B = 3, max_len = 12"
+    got = call(fn, CountingModel(), src, 12, what=what)
+    want = _greedy_until_eos_reference(CountingModel(), src, 12)  # (3, 11): a ... j <eos>
+    if not isinstance(got, torch.Tensor):
+        raise Mistake(f"return the tokens as a tensor (B, T); yours is a {type(got).__name__}")
+    got = got.cpu()
+    if got.dim() != 2 or got.shape[0] != 3:
+        raise Mistake(f"return one row of tokens per source, shape (3, T); yours has "
+                      f"{tuple(got.shape)} ({what})")
+    if (got[:, 0] == BOS).all():
+        raise Mistake("return the answer without the <bos> the decoder started from")
+    if got.shape[1] < want.shape[1] and torch.equal(got, want[:, : got.shape[1]]):
+        raise Mistake(f"yours stops after {got.shape[1]} tokens, when the first answer ends: "
+                      "stop only once EVERY answer of the batch has written its <eos> "
+                      f"({what})")
+    if got.shape[1] == 12 and torch.equal(got[:, :11], want):
+        raise Mistake("every answer has its <eos> after 11 tokens, so stop there: yours "
+                      f"goes on to max_len = 12 and writes only <pad> ({what})")
+    before_eos = ~_after_eos(want)
+    if (got.shape == want.shape and not torch.equal(got, want)
+            and torch.equal(got[before_eos], want[before_eos])):
+        raise Mistake(f"after an answer's <eos> write <pad> (id {PAD}); yours writes "
+                      f"{got[1].tolist()} where the reference has {want[1].tolist()} ({what})")
+    close(got, want, f"your tokens ({what})")
+    what = "a model that scores <bos> and <pad> above every letter, B = 3, max_len = 12"
+    got = torch.as_tensor(call(fn, BosLovingModel(), src, 12, what=what)).cpu()
+    written = got[~_after_eos(got)]
+    if ((written == BOS) | (written == PAD)).any():
+        raise Mistake(f"yours writes <bos> or <pad> ({got[0].tolist()}): neither is ever a "
+                      "next token, so set their scores to -inf before taking the argmax")
+    close(got, want, f"your tokens ({what})")
+    model = _small_model(seed=3)
+    src = torch.randint(3, 13, (4, 5), generator=torch.Generator().manual_seed(10))
+    got = call(fn, model, src, 6, what="an untrained tfs.model.Transformer, B = 4, max_len = 6")
+    want = tfs.decoding.greedy(model, src, BOS, EOS, max_len=6, use_cache=False)
+    close(got, want, "your tokens (an untrained tfs.model.Transformer)")
+    return ("the tokens of tfs.decoding.greedy on 3 models: no <pad> or <bos> written, <pad> "
+            "after <eos>, an early stop")
 
 
 # ---------------------------------------------------------------------------------------------
