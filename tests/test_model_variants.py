@@ -319,3 +319,12 @@ def test_llama_variant_assembles_a_llama_block():
     attention = layer.self_attention
     assert attention.w_k.weight.shape == (16, 32) and attention.w_q.bias is None
     assert isinstance(model.norm, RMSNorm) and model.output.weight.shape == (50, 32)
+
+
+def test_repr_of_the_first_fields_is_unchanged():
+    marian = Variant(activation="swish", positions="halves", output_bias=True, decoder_start_id=57)
+    assert repr(marian) == (
+        "Variant(activation='swish', scale_embeddings=True, positions='halves', "
+        "output_bias=True, decoder_start_id=57)"
+    )
+    assert "n_kv_heads=2" in repr(Variant(n_kv_heads=2))

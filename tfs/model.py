@@ -59,6 +59,9 @@ ROTARY_PAIRINGS = ("halves", "adjacent")
 ATTENTION_KERNELS = ("fused", "written")
 
 
+_FIRST_FIELDS = ("activation", "scale_embeddings", "positions", "output_bias", "decoder_start_id")
+
+
 @dataclass(frozen=True)
 class Variant:
     """What a real model does differently from the 2017 paper; the defaults are the paper's.
@@ -110,6 +113,15 @@ class Variant:
     n_kv_heads: int | None = None
     attention_kernel: str = "fused"
     bias: bool = True
+
+    def __repr__(self):
+        """The five fields of the 2017/Marian differences always; lesson 07's only when set."""
+        shown = []
+        for name, field in self.__dataclass_fields__.items():
+            value = getattr(self, name)
+            if name in _FIRST_FIELDS or value != field.default:
+                shown.append(f"{name}={value!r}")
+        return f"Variant({', '.join(shown)})"
 
     def __post_init__(self):
         for name, allowed in (
