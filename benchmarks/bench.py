@@ -12,12 +12,16 @@ medians taken:
       MarianConfig of the same sizes);
   (e) beam search (4 beams, 64 new tokens, B = 8) at opus-mt-en-ru's real sizes: a
       MarianMTModel with random weights, converted by tfs.marian, against its own
-      `generate(num_beams=4)`, after checking both give the same tokens.
+      `generate(num_beams=4)`, after checking both give the same tokens;
+  (f) lesson 07: attention forward + backward, `F.scaled_dot_product_attention` (causal)
+      vs the written `tfs.model.attention`, T = 1,024 and 4,096 (B = 1, 4 heads, d_k = 64);
+  (g) lesson 07: generating 128 tokens with `tfs.llama.generate` (KV cache) from a
+      `DecoderOnly` Llama block with 8 query heads and 8 vs 2 key/value heads.
 
 Usage (from the repository's root; transformers is in requirements.txt):
   .venv/bin/python benchmarks/bench.py                  # (a)-(e): see benchmarks/README.md
   .venv/bin/python benchmarks/bench.py --only e --threads 1
-Options: --rounds N (default 7), --quick (fewer rounds, for a smoke test), --only abcde,
+Options: --rounds N (default 7), --quick (fewer rounds, for a smoke test), --only abcdefg,
 --threads N.
 """
 
@@ -358,6 +362,47 @@ def bench_opus_mt(rounds, n=64, batch=8):
              "tfs / transformers", medians["tfs"], medians["hf"])]
 
 
+# --- (f), (g): lesson 07's fused attention and grouped-query attention ---------------------------
+
+
+def bench_fused_attention(rounds):
+    from tfs.model import attention
+
+    rows = []
+    for length in (1024, 4096):
+        q, k, v = (torch.randn(1, 4, length, 64, requires_grad=True) for _ in range(3))
+        mask = causal_mask(length)
+
+        def written(q=q, k=k, v=v, mask=mask):
+            attention(q, k, v, mask)[0].sum().backward()
+
+        def fused(q=q, k=k, v=v):
+            F.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
+
+        assert torch.allclose(attention(q, k, v, mask)[0],
+                              F.scaled_dot_product_attention(q, k, v, is_causal=True), atol=1e-5)
+        times = interleaved({"written": written, "fused": fused}, max(3, rounds // 2))
+        rows.append((f"(f) attention fwd+bwd, T = {length}", "written / fused",
+                     times["written"], times["fused"]))
+    return rows
+
+
+def bench_gqa(rounds):
+    from tfs.llama import generate
+    from tfs.model import DecoderOnly, llama_variant
+
+    prompt = torch.randint(0, 1000, (8, 16), generator=torch.Generator().manual_seed(0))
+    models = {}
+    for kv_heads in (8, 2):
+        torch.manual_seed(0)
+        models[kv_heads] = DecoderOnly(1000, 512, 8, 1376, 4, max_len=256,
+                                       variant=llama_variant(n_kv_heads=kv_heads)).eval()
+    times = interleaved({h: (lambda m=m: generate(m, prompt, 128)) for h, m in models.items()},
+                        max(3, rounds // 2))
+    return [("(g) generate 128 tokens, B = 8, d_model 512, 4 layers", "8 KV heads / 2 KV heads",
+             times[8], times[2])]
+
+
 # --- the report ---------------------------------------------------------------------------------
 
 
@@ -376,7 +421,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="2 rounds: a smoke test")
     parser.add_argument("--threads", type=int, default=None, help="torch threads")
-    parser.add_argument("--only", default="abcde", help="which parts to run, e.g. 'ab'")
+    parser.add_argument("--only", default="abcdefg", help="which parts to run, e.g. 'ab'")
     args = parser.parse_args()
     rounds = 2 if args.quick else args.rounds
     if args.threads:
@@ -397,6 +442,8 @@ def main():
         "c": lambda: bench_beam(rounds),
         "d": lambda: bench_hugging_face(rounds),
         "e": lambda: bench_opus_mt(max(3, rounds // 2)),
+        "f": lambda: bench_fused_attention(rounds),
+        "g": lambda: bench_gqa(rounds),
     }
     rows = []
     for part in args.only:

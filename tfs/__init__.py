@@ -9,7 +9,9 @@ Lessons teach by writing code inline; `tfs` keeps what several lessons reuse:
 - `tfs.hub`: Hub files, online or offline (the course's own data stands in, and says so);
 - `tfs.data`: the generated English-Russian corpus of lesson 05 and its tokenizer;
 - `tfs.model`: the course's Transformer (lessons 02-03), one source of truth, with the
-  `Variant` settings that make it a Marian translator;
+  `Variant` settings that make it a Marian translator, and lesson 07's switches (pre-LN,
+  RMSNorm, SwiGLU, rotary positions, grouped-query attention, experts) and `DecoderOnly`;
+- `tfs.llama`: Llama-architecture models (`LlamaForCausalLM`) converted into `tfs.model`;
 - `tfs.decoding`: greedy decoding and beam search (Hugging Face's beam algorithm); the KV
   cache belongs to the model's attention;
 - `tfs.marian`: Hugging Face's Marian translators (opus-mt-*) converted into `tfs.model`;

@@ -29,6 +29,12 @@ Conventions
 - `Variant`: what a real model does differently from the 2017 paper (the defaults are the
   paper's and the course's). tfs.marian builds the variant of Hugging Face's Marian models
   (opus-mt-*), so that their weights load into this code.
+- Lesson 07's switches, also `Variant` fields, each choosing a small module when the model
+  is built (never a branch in `forward`): pre-LN (`norm_position`), RMSNorm (`norm`), SwiGLU
+  or a mixture of experts (`feed_forward`), learned, rotary or no positions
+  (`position_scheme`), grouped-query attention (`n_kv_heads`), the written-out attention
+  (`attention_kernel`), no biases (`bias`). `DecoderOnly` assembles the same layers into a
+  decoder-only language model (a Llama block with `llama_variant()`, see tfs.llama).
 """
 
 from __future__ import annotations
@@ -45,6 +51,15 @@ import torch.nn.functional as F
 ID_DTYPES = (torch.long, torch.int32)  # the integer types nn.Embedding accepts
 ACTIVATIONS = ("relu", "swish")
 POSITION_LAYOUTS = ("interleaved", "halves")
+NORMS = ("layer", "rms")
+NORM_POSITIONS = ("post", "pre")
+FEED_FORWARDS = ("mlp", "swiglu", "moe")
+POSITION_SCHEMES = ("sinusoidal", "learned", "rotary", "none")
+ROTARY_PAIRINGS = ("halves", "adjacent")
+ATTENTION_KERNELS = ("fused", "written")
+
+
+_FIRST_FIELDS = ("activation", "scale_embeddings", "positions", "output_bias", "decoder_start_id")
 
 
 @dataclass(frozen=True)
@@ -60,6 +75,22 @@ class Variant:
     - output_bias: a fixed bias per token on the output scores (Marian's final_logits_bias).
     - decoder_start_id: None, start from the given <bos>; an id, always from it (Marian: <pad>).
 
+    Lesson 07's switches (defaults: the 2017 model, with the same state_dict names):
+
+    - norm_position: "post", x = Norm(x + Sublayer(x)) (paper), or "pre", x = x +
+      Sublayer(Norm(x)), with one more norm after the last layer of each stack.
+    - norm: "layer" (nn.LayerNorm) or "rms" (`RMSNorm`, no mean, no bias); norm_eps.
+    - feed_forward: "mlp" (paper), "swiglu" (`SwiGLU`), "moe" (`MixtureOfExperts` of
+      n_experts SwiGLU experts, top_k of them per token).
+    - position_scheme: "sinusoidal" (paper, laid out by `positions`), "learned" (a table
+      trained with the model), "rotary" (`Rotary`, queries and keys of self-attention,
+      pairing "halves" as Hugging Face's Llama or "adjacent" as RoFormer and Meta's
+      Llama code, base rotary_base) or "none".
+    - n_kv_heads: None (every head its own keys and values) or fewer key/value heads, each
+      shared by n_heads / n_kv_heads query heads (grouped-query attention; 1: multi-query).
+    - attention_kernel: "fused" (`F.scaled_dot_product_attention`) or "written" (`attention`).
+    - bias: the linear layers (attention, feed-forward) have biases (paper) or not (Llama).
+
     Both layouts count positions from 0 with frequencies 10000^(-2i/d_model), Marian too (so
     no offset is needed); the output bias is a buffer, loaded and saved but not trained (not a
     parameter, as in Marian); a <pad> start token is never hidden by the target's mask.
@@ -70,8 +101,51 @@ class Variant:
     positions: str = "interleaved"
     output_bias: bool = False
     decoder_start_id: int | None = None
+    norm_position: str = "post"
+    norm: str = "layer"
+    norm_eps: float = 1e-5
+    feed_forward: str = "mlp"
+    n_experts: int = 4
+    top_k: int = 2
+    position_scheme: str = "sinusoidal"
+    rotary_pairing: str = "halves"
+    rotary_base: float = 10_000.0
+    n_kv_heads: int | None = None
+    attention_kernel: str = "fused"
+    bias: bool = True
+
+    def __repr__(self):
+        """The five fields of the 2017/Marian differences always; lesson 07's only when set."""
+        shown = []
+        for name, field in self.__dataclass_fields__.items():
+            value = getattr(self, name)
+            if name in _FIRST_FIELDS or value != field.default:
+                shown.append(f"{name}={value!r}")
+        return f"Variant({', '.join(shown)})"
 
     def __post_init__(self):
+        for name, allowed in (
+            ("norm_position", NORM_POSITIONS), ("norm", NORMS), ("feed_forward", FEED_FORWARDS),
+            ("position_scheme", POSITION_SCHEMES), ("rotary_pairing", ROTARY_PAIRINGS),
+            ("attention_kernel", ATTENTION_KERNELS),
+        ):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        n_experts = _check_int(self.n_experts, "n_experts")
+        top_k = _check_int(self.top_k, "top_k")
+        if top_k > n_experts:
+            raise ValueError(
+                f"top_k must be at most n_experts (a token picks top_k of the experts), got "
+                f"top_k={top_k}, n_experts={n_experts}"
+            )
+        if self.n_kv_heads is not None:
+            _check_int(self.n_kv_heads, "n_kv_heads")
+        for name in ("norm_eps", "rotary_base"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or value <= 0:
+                raise ValueError(f"{name} must be a positive number, got {value!r}")
+        if not isinstance(self.bias, bool):
+            raise TypeError(f"bias must be True or False, got {self.bias!r}")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
         if self.positions not in POSITION_LAYOUTS:
@@ -108,6 +182,18 @@ def _check_heads(d_model, n_heads):
             f"got d_model={d_model}, n_heads={n_heads}"
         )
     return d_model, n_heads
+
+
+def _check_kv_heads(n_heads, n_kv_heads):
+    if n_kv_heads is None:
+        return n_heads
+    n_kv_heads = _check_int(n_kv_heads, "n_kv_heads")
+    if n_heads % n_kv_heads != 0:
+        raise ValueError(
+            f"n_heads must be divisible by n_kv_heads (each key/value head serves n_heads / "
+            f"n_kv_heads query heads), got n_heads={n_heads}, n_kv_heads={n_kv_heads}"
+        )
+    return n_kv_heads
 
 
 def _check_dropout(dropout):
@@ -182,6 +268,82 @@ def positional_encoding(max_len, d_model, layout="interleaved"):
     return pe
 
 
+class RMSNorm(nn.Module):
+    """Root-mean-square normalisation (Zhang & Sennrich, 2019): x / rms(x) * weight.
+
+    LayerNorm without its two mean-related parts: no mean is subtracted and no bias added;
+    rms(x) = sqrt(mean(x^2) + eps) over the last dimension. Equal to `torch.nn.RMSNorm`.
+    """
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(_check_int(d_model, "d_model")))
+        self.eps = float(eps)
+
+    def forward(self, x):
+        rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)  # (..., 1)
+        return x / rms * self.weight
+
+
+def rotary_angles(length, d_k, base=10_000.0, start=0):
+    """cos and sin of the rotary angles, (length, d_k / 2) each: position p, pair i turns by
+    p * base^(-2i / d_k), for positions start..start+length-1 (computed in float32 as
+    Hugging Face's Llama does)."""
+    d_k = _check_int(d_k, "d_k")
+    if d_k % 2 != 0:
+        raise ValueError(f"rotary positions need an even d_k (entries turn in pairs), got {d_k}")
+    inv_freq = 1.0 / (base ** (torch.arange(0, d_k, 2, dtype=torch.float32) / d_k))  # (d_k/2,)
+    positions = torch.arange(start, start + length, dtype=torch.float32)
+    angles = positions[:, None] * inv_freq[None, :]  # (length, d_k / 2)
+    return angles.cos(), angles.sin()
+
+
+def apply_rotary(x, cos, sin, pairing="halves"):
+    """Turn each pair of entries of x (..., T, d_k) by its angle; cos, sin (T, d_k / 2).
+
+    "adjacent": the pairs are entries (2i, 2i+1) (RoFormer, Meta's Llama code); "halves":
+    entries (i, i + d_k/2) (Hugging Face's `apply_rotary_pos_emb`).
+    """
+    if pairing not in ROTARY_PAIRINGS:
+        raise ValueError(f"pairing must be one of {ROTARY_PAIRINGS}, got {pairing!r}")
+    if x.shape[-1] % 2 != 0:
+        raise ValueError(f"rotary positions need an even d_k, got {x.shape[-1]}")
+    if pairing == "halves":
+        x1, x2 = x.chunk(2, dim=-1)  # (..., T, d_k / 2) each
+        return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+    x1, x2 = x[..., 0::2], x[..., 1::2]  # even and odd entries
+    turned = torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (..., d_k/2, 2)
+    return turned.flatten(-2)  # back to (..., T, d_k), pairs side by side
+
+
+class Rotary(nn.Module):
+    """Rotary positions (Su et al., 2021) for one model: the angles of `max_len` positions,
+    computed once (a buffer, not saved), applied to queries and keys by `forward(x, start)`."""
+
+    def __init__(self, d_k, max_len, base=10_000.0, pairing="halves"):
+        super().__init__()
+        if pairing not in ROTARY_PAIRINGS:
+            raise ValueError(f"pairing must be one of {ROTARY_PAIRINGS}, got {pairing!r}")
+        cos, sin = rotary_angles(_check_int(max_len, "max_len"), d_k, base)
+        self.register_buffer("cos", cos, persistent=False)  # (max_len, d_k / 2)
+        self.register_buffer("sin", sin, persistent=False)
+        self.pairing = pairing
+
+    def forward(self, x, start=0):
+        """x (B, h, T, d_k) at positions start..start+T-1 -> the same shape, turned."""
+        length = x.shape[-2]
+        cos = self.cos[start : start + length].to(x.dtype)
+        sin = self.sin[start : start + length].to(x.dtype)
+        return apply_rotary(x, cos, sin, self.pairing)
+
+
+def repeat_kv(x, groups):
+    """(B, h_kv, T, d_k) -> (B, h_kv * groups, T, d_k): each key/value head serves `groups`
+    query heads side by side (head j reads key/value head j // groups)."""
+    groups = _check_int(groups, "groups")
+    return x if groups == 1 else x.repeat_interleave(groups, dim=1)
+
+
 class MultiHeadAttention(nn.Module):
     """h attentions side by side, each on its own d_k = d_model / h slice of the projections.
 
@@ -190,23 +352,36 @@ class MultiHeadAttention(nn.Module):
     With `keep_weights = True`, the weights (B, h, T_q, T_k) of the last call are kept in
     `.weights` (computed by `attention`); otherwise the fused, faster
     `F.scaled_dot_product_attention` computes the same output and `.weights` is None.
+
+    Lesson 07: `n_kv_heads` < n_heads key/value heads (grouped-query attention: w_k and w_v
+    are then (n_kv_heads * d_k, d_model)); `rotary` (a `Rotary`) turns queries and keys by
+    their positions; `kernel="written"` always uses `attention`; `bias=False` drops biases.
     """
 
-    def __init__(self, d_model, n_heads):
+    def __init__(self, d_model, n_heads, n_kv_heads=None, *, bias=True, rotary=None,
+                 kernel="fused"):
         super().__init__()
         d_model, n_heads = _check_heads(d_model, n_heads)
         self.n_heads = n_heads
+        self.n_kv_heads = _check_kv_heads(n_heads, n_kv_heads)
         self.d_k = d_model // n_heads
-        self.w_q = nn.Linear(d_model, d_model)  # the queries of all heads at once
-        self.w_k = nn.Linear(d_model, d_model)
-        self.w_v = nn.Linear(d_model, d_model)
-        self.w_o = nn.Linear(d_model, d_model)  # mixes the heads back together
+        if kernel not in ATTENTION_KERNELS:
+            raise ValueError(f"kernel must be one of {ATTENTION_KERNELS}, got {kernel!r}")
+        if rotary is not None and self.d_k % 2 != 0:
+            raise ValueError(f"rotary positions need an even d_k, got d_k={self.d_k}")
+        kv_width = self.n_kv_heads * self.d_k
+        self.w_q = nn.Linear(d_model, d_model, bias=bias)  # the queries of all heads at once
+        self.w_k = nn.Linear(d_model, kv_width, bias=bias)
+        self.w_v = nn.Linear(d_model, kv_width, bias=bias)
+        self.w_o = nn.Linear(d_model, d_model, bias=bias)  # mixes the heads back together
+        self.rotary = rotary
+        self.kernel = kernel
         self.keep_weights = False  # True: keep the weights of the last call, for plotting
         self.weights = None
 
-    def split_heads(self, x):
+    def split_heads(self, x, heads=None):
         batch, length, _ = x.shape
-        x = x.view(batch, length, self.n_heads, self.d_k)  # (B, T, h, d_k)
+        x = x.view(batch, length, heads or self.n_heads, self.d_k)  # (B, T, h, d_k)
         return x.transpose(1, 2)  # (B, h, T, d_k): heads become a batch dimension
 
     def merge_heads(self, x):
@@ -220,15 +395,20 @@ class MultiHeadAttention(nn.Module):
         if isinstance(cache, CrossAttentionCache) and cache.filled:
             k, v = cache.keys, cache.values  # the memory's, projected at the first step
         else:
-            k = self.split_heads(self.w_k(x_key_value))  # (B, h, T_k, d_k)
-            v = self.split_heads(self.w_v(x_key_value))
+            k = self.split_heads(self.w_k(x_key_value), self.n_kv_heads)  # (B, h_kv, T_k, d_k)
+            v = self.split_heads(self.w_v(x_key_value), self.n_kv_heads)
+            if self.rotary is not None:  # positions of the new queries and keys
+                start = cache.length if isinstance(cache, SelfAttentionCache) else 0
+                q, k = self.rotary(q, start), self.rotary(k, start)
             if cache is not None:  # generating: keep them for the next steps
                 k, v = cache.append(k, v)  # self-attention: every position so far
+        groups = self.n_heads // self.n_kv_heads
+        k, v = repeat_kv(k, groups), repeat_kv(v, groups)  # (B, h, T_k, d_k)
         if mask is not None and mask.dtype != q.dtype:  # e.g. float32 masks under autocast
             mask = mask.to(q.dtype)
-        if self.keep_weights:
+        if self.keep_weights or self.kernel == "written":
             out, weights = attention(q, k, v, mask)
-            self.weights = weights.detach()  # (B, h, T_q, T_k)
+            self.weights = weights.detach() if self.keep_weights else None  # (B, h, T_q, T_k)
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, h, T_q, d_k)
             self.weights = None
@@ -238,12 +418,12 @@ class MultiHeadAttention(nn.Module):
 class FeedForward(nn.Module):
     """Every position on its own: widen to d_ff, ReLU (or SiLU, "swish"), narrow back."""
 
-    def __init__(self, d_model, d_ff, activation="relu"):
+    def __init__(self, d_model, d_ff, activation="relu", *, bias=True):
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
-        self.linear1 = nn.Linear(_check_int(d_model, "d_model"), _check_int(d_ff, "d_ff"))
-        self.linear2 = nn.Linear(d_ff, d_model)
+        self.linear1 = nn.Linear(_check_int(d_model, "d_model"), _check_int(d_ff, "d_ff"), bias)
+        self.linear2 = nn.Linear(d_ff, d_model, bias)
         self.activation = activation
 
     def forward(self, x):
@@ -252,24 +432,129 @@ class FeedForward(nn.Module):
         return self.linear2(hidden)  # (B, T, d_model)
 
 
+class SwiGLU(nn.Module):
+    """Shazeer (2020)'s gated feed-forward: w_down(SiLU(w_gate x) * w_up x).
+
+    Three matrices instead of two: at d_ff = 2/3 * 4 * d_model it has the parameters of the
+    2017 feed-forward with d_ff = 4 * d_model (without biases).
+    """
+
+    def __init__(self, d_model, d_ff, *, bias=False):
+        super().__init__()
+        d_model, d_ff = _check_int(d_model, "d_model"), _check_int(d_ff, "d_ff")
+        self.w_gate = nn.Linear(d_model, d_ff, bias=bias)
+        self.w_up = nn.Linear(d_model, d_ff, bias=bias)
+        self.w_down = nn.Linear(d_ff, d_model, bias=bias)
+
+    def forward(self, x):
+        return self.w_down(F.silu(self.w_gate(x)) * self.w_up(x))  # (B, T, d_ff) -> d_model
+
+
+class MixtureOfExperts(nn.Module):
+    """n_experts SwiGLU feed-forwards and a router that sends each token to top_k of them.
+
+    The router scores the experts, softmax(x W_r) (B, T, n_experts); a token goes to its
+    top_k experts, whose outputs are added with those probabilities renormalised to sum to 1.
+    After each forward, `load` holds the share of the token-slots each expert received and
+    `balance_loss` the Switch Transformer's load-balancing loss, n_experts * sum_e f_e P_e
+    (f_e: that share, P_e: the mean router probability; 1 when the load is even).
+    """
+
+    def __init__(self, d_model, d_ff, n_experts, top_k, *, bias=False):
+        super().__init__()
+        n_experts, top_k = _check_int(n_experts, "n_experts"), _check_int(top_k, "top_k")
+        if top_k > n_experts:
+            raise ValueError(
+                f"top_k must be at most n_experts, got top_k={top_k}, n_experts={n_experts}"
+            )
+        self.router = nn.Linear(d_model, n_experts, bias=False)
+        self.experts = nn.ModuleList(SwiGLU(d_model, d_ff, bias=bias) for _ in range(n_experts))
+        self.top_k = top_k
+        self.load = self.balance_loss = None
+
+    def forward(self, x):
+        tokens = x.reshape(-1, x.shape[-1])  # (N, d_model), N = B * T
+        probs = self.router(tokens).softmax(dim=-1)  # (N, n_experts)
+        top_p, top_i = probs.topk(self.top_k, dim=-1)  # (N, top_k)
+        top_p = top_p / top_p.sum(dim=-1, keepdim=True)
+        out = torch.zeros_like(tokens)
+        for e, expert in enumerate(self.experts):
+            rows, slot = (top_i == e).nonzero(as_tuple=True)  # the tokens routed to e
+            if rows.numel():
+                out.index_add_(0, rows, top_p[rows, slot, None] * expert(tokens[rows]))
+        n_experts = len(self.experts)
+        share = F.one_hot(top_i, n_experts).float().mean(dim=(0, 1))  # f_e, sums to 1
+        self.load = share.detach()
+        self.balance_loss = n_experts * (share * probs.mean(dim=0)).sum()
+        return out.reshape(x.shape)
+
+
+def make_norm(variant, d_model):
+    """The norm a `Variant` asks for: nn.LayerNorm or `RMSNorm`."""
+    if variant.norm == "rms":
+        return RMSNorm(d_model, variant.norm_eps)
+    return nn.LayerNorm(d_model, eps=variant.norm_eps)
+
+
+def make_feed_forward(variant, d_model, d_ff):
+    """The feed-forward a `Variant` asks for: `FeedForward`, `SwiGLU` or `MixtureOfExperts`."""
+    if variant.feed_forward == "swiglu":
+        return SwiGLU(d_model, d_ff, bias=variant.bias)
+    if variant.feed_forward == "moe":
+        return MixtureOfExperts(d_model, d_ff, variant.n_experts, variant.top_k,
+                                bias=variant.bias)
+    return FeedForward(d_model, d_ff, variant.activation, bias=variant.bias)
+
+
+def make_attention(variant, d_model, n_heads, rotary=None):
+    """The attention a `Variant` asks for (its KV heads, kernel, biases; `rotary` or None)."""
+    return MultiHeadAttention(d_model, n_heads, variant.n_kv_heads, bias=variant.bias,
+                              rotary=rotary, kernel=variant.attention_kernel)
+
+
+def _post_norm(norm, x, sublayer):
+    return norm(x + sublayer(x))  # the 2017 paper: normalise the sum
+
+
+def _pre_norm(norm, x, sublayer):
+    return x + sublayer(norm(x))  # pre-LN: normalise the sub-layer's input, keep x as it is
+
+
 # ---------------------------------------------------------------------------------------------
 # the layers and the whole model (lesson 03: the encoder layer, the decoder layer, the model)
 
 
+def _layer_variant(variant, activation):
+    if variant is None:
+        return Variant(activation=activation)
+    if not isinstance(variant, Variant):
+        raise TypeError(f"variant must be a tfs.model.Variant, got {type(variant).__name__}")
+    return variant
+
+
 class EncoderLayer(nn.Module):
-    """Self-attention, then feed-forward, each as LayerNorm(x + Dropout(Sublayer(x)))."""
+    """Self-attention, then feed-forward, each as LayerNorm(x + Dropout(Sublayer(x))).
 
-    def __init__(self, d_model, n_heads, d_ff, dropout, activation="relu"):
+    `variant` (keyword): lesson 07's switches (pre-LN, RMSNorm, SwiGLU, ...; its activation
+    replaces `activation`); `rotary`: the model's `Rotary`, or None. The same layer, with a
+    causal mask, is the layer of `DecoderOnly`; `cache` is then its `SelfAttentionCache`.
+    """
+
+    def __init__(self, d_model, n_heads, d_ff, dropout, activation="relu", *, variant=None,
+                 rotary=None):
         super().__init__()
-        self.self_attention = MultiHeadAttention(d_model, n_heads)
-        self.feed_forward = FeedForward(d_model, d_ff, activation)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
+        variant = _layer_variant(variant, activation)
+        self.self_attention = make_attention(variant, d_model, n_heads, rotary)
+        self.feed_forward = make_feed_forward(variant, d_model, d_ff)
+        self.norm1 = make_norm(variant, d_model)
+        self.norm2 = make_norm(variant, d_model)
         self.dropout = nn.Dropout(_check_dropout(dropout))
+        self.residual = _pre_norm if variant.norm_position == "pre" else _post_norm
 
-    def forward(self, x, src_mask):
-        x = self.norm1(x + self.dropout(self.self_attention(x, x, src_mask)))
-        x = self.norm2(x + self.dropout(self.feed_forward(x)))
+    def forward(self, x, src_mask, cache=None):
+        x = self.residual(self.norm1, x, lambda y: self.dropout(
+            self.self_attention(y, y, src_mask, cache)))
+        x = self.residual(self.norm2, x, lambda y: self.dropout(self.feed_forward(y)))
         return x  # (B, T_src, d_model)
 
 
@@ -278,26 +563,56 @@ class DecoderLayer(nn.Module):
 
     `cache` (generation only): the layer's `LayerCache`, where its two attentions keep
     their keys and values between steps; x is then the newest position only, (B, 1, d_model).
+    `variant`, `rotary`: as for `EncoderLayer` (the cross-attention never turns its keys).
     """
 
-    def __init__(self, d_model, n_heads, d_ff, dropout, activation="relu"):
+    def __init__(self, d_model, n_heads, d_ff, dropout, activation="relu", *, variant=None,
+                 rotary=None):
         super().__init__()
-        self.self_attention = MultiHeadAttention(d_model, n_heads)
-        self.cross_attention = MultiHeadAttention(d_model, n_heads)
-        self.feed_forward = FeedForward(d_model, d_ff, activation)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
-        self.norm3 = nn.LayerNorm(d_model)
+        variant = _layer_variant(variant, activation)
+        self.self_attention = make_attention(variant, d_model, n_heads, rotary)
+        self.cross_attention = make_attention(variant, d_model, n_heads)
+        self.feed_forward = make_feed_forward(variant, d_model, d_ff)
+        self.norm1 = make_norm(variant, d_model)
+        self.norm2 = make_norm(variant, d_model)
+        self.norm3 = make_norm(variant, d_model)
         self.dropout = nn.Dropout(_check_dropout(dropout))
+        self.residual = _pre_norm if variant.norm_position == "pre" else _post_norm
 
     def forward(self, x, memory, src_mask, tgt_mask, cache=None):
         self_cache, cross_cache = (None, None) if cache is None else cache
-        x = self.norm1(x + self.dropout(self.self_attention(x, x, tgt_mask, self_cache)))
-        x = self.norm2(
-            x + self.dropout(self.cross_attention(x, memory, src_mask, cross_cache))
-        )
-        x = self.norm3(x + self.dropout(self.feed_forward(x)))
+        x = self.residual(self.norm1, x, lambda y: self.dropout(
+            self.self_attention(y, y, tgt_mask, self_cache)))
+        x = self.residual(self.norm2, x, lambda y: self.dropout(
+            self.cross_attention(y, memory, src_mask, cross_cache)))
+        x = self.residual(self.norm3, x, lambda y: self.dropout(self.feed_forward(y)))
         return x  # (B, T_tgt, d_model)
+
+
+class Positions(nn.Module):
+    """What a `Variant`'s position_scheme adds to the embeddings, and the `Rotary` it lends
+    to the attentions: "sinusoidal" (the buffer `pe`, not saved), "learned" (`table`, an
+    nn.Embedding trained with the model), "rotary" (`rotary`; nothing added), "none"."""
+
+    def __init__(self, variant, max_len, d_model, n_heads):
+        super().__init__()
+        self.max_len = _check_int(max_len, "max_len")
+        self.scheme = variant.position_scheme
+        self.rotary = None
+        if self.scheme == "learned":
+            self.table = nn.Embedding(max_len, d_model)
+            nn.init.normal_(self.table.weight, std=d_model**-0.5)
+        elif self.scheme == "rotary":
+            d_k = d_model // n_heads
+            if d_k % 2 != 0:
+                raise ValueError(f"rotary positions need an even d_k, got d_k={d_k}")
+            self.rotary = Rotary(d_k, max_len, variant.rotary_base, variant.rotary_pairing)
+
+    def forward(self, x, start=0):
+        """x (B, T, d_model) at positions start..start+T-1, with positions added (or not)."""
+        if self.scheme == "learned":
+            return x + self.table.weight[start : start + x.shape[1]]
+        return x
 
 
 class Transformer(nn.Module):
@@ -340,18 +655,29 @@ class Transformer(nn.Module):
         self.variant = variant
         self.embedding = nn.Embedding(vocab_size, d_model)  # E: source, target and output
         nn.init.normal_(self.embedding.weight, mean=0.0, std=d_model**-0.5)
-        # the positional encoding is fixed, not trained: a buffer, not a parameter; computed,
-        # so not saved with the weights (they load into a model with another max_len)
-        self.register_buffer(
-            "pe", positional_encoding(max_len, d_model, variant.positions), persistent=False
-        )
-        activation = variant.activation
+        self._max_len = _check_int(max_len, "max_len")
+        rotary = None
+        if variant.position_scheme == "sinusoidal":
+            # the positional encoding is fixed, not trained: a buffer, not a parameter;
+            # computed, so not saved with the weights (they load into a model with another
+            # max_len)
+            self.register_buffer(
+                "pe", positional_encoding(max_len, d_model, variant.positions), persistent=False
+            )
+        else:  # lesson 07: learned, rotary or no positions
+            self.positions = Positions(variant, max_len, d_model, n_heads)
+            rotary = self.positions.rotary
         self.encoder = nn.ModuleList(
-            [EncoderLayer(d_model, n_heads, d_ff, dropout, activation) for _ in range(n_layers)]
+            [EncoderLayer(d_model, n_heads, d_ff, dropout, variant=variant, rotary=rotary)
+             for _ in range(n_layers)]
         )
         self.decoder = nn.ModuleList(
-            [DecoderLayer(d_model, n_heads, d_ff, dropout, activation) for _ in range(n_layers)]
+            [DecoderLayer(d_model, n_heads, d_ff, dropout, variant=variant, rotary=rotary)
+             for _ in range(n_layers)]
         )
+        if variant.norm_position == "pre":  # pre-LN: the last layer's sum is normalised here
+            self.encoder_norm = make_norm(variant, d_model)
+            self.decoder_norm = make_norm(variant, d_model)
         self.dropout = nn.Dropout(dropout)
         if variant.output_bias:  # Marian's final_logits_bias: loaded, saved, not trained
             self.register_buffer("output_bias", torch.zeros(vocab_size))
@@ -359,7 +685,7 @@ class Transformer(nn.Module):
     @property
     def max_len(self):
         """The number of positions the model has encodings for."""
-        return self.pe.shape[0]
+        return self._max_len
 
     def check_ids(self, ids, name="ids", start=0):
         """Raise a TypeError/ValueError naming the problem unless `ids` are (B, T) token ids.
@@ -400,10 +726,12 @@ class Transformer(nn.Module):
         """
         if check:
             self.check_ids(ids, start=start)
-        positions = self.pe[start : start + ids.shape[1]]  # (T, d_model)
         x = self.embedding(ids)  # (B, T, d_model)
         if self.variant.scale_embeddings:
             x = x * math.sqrt(self.d_model)
+        if self.variant.position_scheme != "sinusoidal":  # lesson 07's other schemes
+            return self.dropout(self.positions(x, start))
+        positions = self.pe[start : start + ids.shape[1]]  # (T, d_model)
         return self.dropout(x + positions)
 
     def encode(self, src, check=True):
@@ -411,6 +739,8 @@ class Transformer(nn.Module):
         src_mask = padding_mask(src, self.pad_id, x.dtype)  # (B, 1, 1, T_src)
         for layer in self.encoder:
             x = layer(x, src_mask)
+        if self.variant.norm_position == "pre":
+            x = self.encoder_norm(x)
         return x  # the memory: (B, T_src, d_model)
 
     def decode(self, tgt, memory, src, cache=None, check=True):
@@ -442,6 +772,8 @@ class Transformer(nn.Module):
             layer_caches = cache.layers
         for layer, layer_cache in zip(self.decoder, layer_caches, strict=True):
             x = layer(x, memory, src_mask, tgt_mask, layer_cache)  # (B, T_tgt, d_model)
+        if self.variant.norm_position == "pre":
+            x = self.decoder_norm(x)
         E = self.embedding.weight  # (|V|, d_model): the output layer is the embedding
         if cache is None:
             scores = x @ E.T  # scores for every token: (B, T_tgt, |V|)
@@ -471,6 +803,89 @@ class Transformer(nn.Module):
         return self
 
 
+def llama_variant(n_kv_heads=None, rotary_base=500_000.0, norm_eps=1e-5):
+    """The switches that make a Llama block: pre-LN with RMSNorm, SwiGLU, rotary positions
+    in halves (Hugging Face's layout), `n_kv_heads` key/value heads, no biases, embeddings
+    not scaled. Llama 3.1's defaults: rotary base 500,000, eps 1e-5."""
+    return Variant(norm_position="pre", norm="rms", norm_eps=norm_eps, feed_forward="swiglu",
+                   position_scheme="rotary", rotary_pairing="halves", rotary_base=rotary_base,
+                   n_kv_heads=n_kv_heads, bias=False, scale_embeddings=False)
+
+
+class DecoderOnly(nn.Module):
+    """A decoder-only language model (GPT, Llama) built from the same layers (lesson 07).
+
+    Embedding, n_layers `EncoderLayer`s under a causal mask, a final norm when pre-LN, and
+    the output layer: E itself (`tie_output=True`, as ours) or a matrix of its own
+    (`output`, Llama 3.1 8B). `forward(ids, cache=None)`: ids (B, T) -> the scores
+    (B, T, |V|) of the next token at every position. With a `KVCache` (see `KVCache`), the
+    first call may feed a whole prompt; later calls feed one token per sentence.
+    """
+
+    def __init__(self, vocab_size, d_model, n_heads, d_ff, n_layers, dropout=0.0, max_len=256,
+                 *, variant=None, tie_output=True):
+        super().__init__()
+        variant = Variant() if variant is None else variant
+        if not isinstance(variant, Variant):
+            raise TypeError(f"variant must be a tfs.model.Variant, got {type(variant).__name__}")
+        if variant.output_bias or variant.decoder_start_id is not None:
+            raise ValueError("output_bias and decoder_start_id are Marian's: not for DecoderOnly")
+        self.vocab_size = _check_int(vocab_size, "vocab_size")
+        d_model, n_heads = _check_heads(d_model, n_heads)
+        _check_kv_heads(n_heads, variant.n_kv_heads)
+        self.d_model = d_model
+        self.variant = variant
+        self.embedding = nn.Embedding(vocab_size, d_model)
+        nn.init.normal_(self.embedding.weight, mean=0.0, std=d_model**-0.5)
+        self.positions = Positions(variant, max_len, d_model, n_heads)
+        if variant.position_scheme == "sinusoidal":
+            self.register_buffer(
+                "pe", positional_encoding(max_len, d_model, variant.positions), persistent=False
+            )
+        self.layers = nn.ModuleList(
+            EncoderLayer(d_model, n_heads, d_ff, dropout, variant=variant,
+                         rotary=self.positions.rotary)
+            for _ in range(_check_int(n_layers, "n_layers"))
+        )
+        self.norm = make_norm(variant, d_model) if variant.norm_position == "pre" else None
+        self.output = None if tie_output else nn.Linear(d_model, vocab_size, bias=False)
+        self.dropout = nn.Dropout(_check_dropout(dropout))
+
+    @property
+    def max_len(self):
+        return self.positions.max_len
+
+    def embed(self, ids, start=0):
+        x = self.embedding(ids)  # (B, T, d_model)
+        if self.variant.scale_embeddings:
+            x = x * math.sqrt(self.d_model)
+        if self.variant.position_scheme == "sinusoidal":
+            x = x + self.pe[start : start + ids.shape[1]]
+        return self.dropout(self.positions(x, start))
+
+    def forward(self, ids, cache=None):
+        if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.dtype not in ID_DTYPES:
+            raise ValueError(f"ids must be token ids of shape (B, T), got {_describe(ids)}")
+        start = 0 if cache is None else cache.length
+        length = ids.shape[1]
+        if start + length > self.max_len:
+            raise ValueError(f"ids reach position {start + length - 1}, beyond max_len "
+                             f"{self.max_len}")
+        if start and length != 1:
+            raise ValueError("after the prompt, a cache takes one new token per sentence, (B, 1)")
+        x = self.embed(ids, start)  # (B, T, d_model)
+        mask = causal_mask(length, ids.device, x.dtype) if length > 1 else None  # (1, 1, T, T)
+        layer_caches = [None] * len(self.layers) if cache is None else cache.layers
+        for layer, layer_cache in zip(self.layers, layer_caches, strict=True):
+            x = layer(x, mask, layer_cache)  # (B, T, d_model)
+        if cache is not None:
+            cache.length += length
+        if self.norm is not None:
+            x = self.norm(x)
+        weight = self.embedding.weight if self.output is None else self.output.weight
+        return x @ weight.T  # (B, T, |V|)
+
+
 # ---------------------------------------------------------------------------------------------
 # the KV cache (lesson 03, "The KV cache"): what each attention keeps between generation steps
 
@@ -488,13 +903,16 @@ class SelfAttentionCache:
         self.length = 0
 
     def append(self, keys, values):
-        """Write this step's keys and values (B, h, 1, d_k); return those of every position."""
-        t = self.length
-        if t == self.keys.shape[2]:
-            raise ValueError(f"the KV cache is full: it has room for {t} positions (max_len)")
-        self.keys[:, :, t : t + 1] = keys
-        self.values[:, :, t : t + 1] = values
-        self.length = t + 1
+        """Write this step's keys and values (B, h, n, d_k), n = 1 but for a decoder-only
+        model's prompt; return those of every position."""
+        t, n = self.length, keys.shape[2]
+        if t + n > self.keys.shape[2]:
+            raise ValueError(
+                f"the KV cache is full: it has room for {self.keys.shape[2]} positions (max_len)"
+            )
+        self.keys[:, :, t : t + n] = keys
+        self.values[:, :, t : t + n] = values
+        self.length = t + n
         return self.filled()
 
     def filled(self):
@@ -545,15 +963,20 @@ class KVCache:
     """
 
     def __init__(self, model, memory, max_len):
-        if not isinstance(model, Transformer):
+        if not isinstance(model, (Transformer, DecoderOnly)):
             raise TypeError(f"model must be a tfs.model.Transformer, got {type(model).__name__}")
         max_len = _check_int(max_len, "max_len")
         batch = memory.shape[0]
+        decoder_only = isinstance(model, DecoderOnly)  # memory: then the prompt's ids (B, T)
+        like = model.embedding.weight if decoder_only else memory
         self.layers = []
-        for layer in model.decoder:
-            heads, d_k = layer.self_attention.n_heads, layer.self_attention.d_k
-            self_cache = SelfAttentionCache(batch, heads, d_k, max_len, memory)
-            self.layers.append(LayerCache(self_cache, CrossAttentionCache()))
+        for layer in model.layers if decoder_only else model.decoder:
+            # grouped-query attention: only the n_kv_heads key/value heads are kept
+            heads, d_k = layer.self_attention.n_kv_heads, layer.self_attention.d_k
+            self_cache = SelfAttentionCache(batch, heads, d_k, max_len, like)
+            self.layers.append(self_cache if decoder_only else
+                               LayerCache(self_cache, CrossAttentionCache()))
+        self.decoder_only = decoder_only
         self.length = 0
 
     def keys_values(self, kind="self"):
@@ -561,7 +984,11 @@ class KVCache:
         if kind not in ("self", "cross"):
             raise ValueError(f"kind must be 'self' or 'cross', got {kind!r}")
         if kind == "self":
+            if self.decoder_only:
+                return [layer_cache.filled() for layer_cache in self.layers]
             return [layer_cache.self_attention.filled() for layer_cache in self.layers]
+        if self.decoder_only:
+            raise ValueError("a decoder-only model has no cross-attention")
         if not self.layers[0].cross_attention.filled:
             raise ValueError("the cross-attention keys and values come with the first step")
         return [(c.cross_attention.keys, c.cross_attention.values) for c in self.layers]
@@ -574,7 +1001,7 @@ class KVCache:
         """Beam search: row i continues the hypothesis of row index[i], a row of the same
         sentence (so the cross-attention part, the same for all of them, stays as it is)."""
         for layer_cache in self.layers:
-            layer_cache.self_attention.reorder(index)
+            (layer_cache if self.decoder_only else layer_cache.self_attention).reorder(index)
 
 
 def copy_to_torch(ours, theirs):
