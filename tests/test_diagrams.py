@@ -120,7 +120,7 @@ def test_context_goes_into_the_cell_or_into_the_output_layer():
     assert patches(into_output, "context_into_output")
     assert not patches(into_output, "context_into_cell")
     arrow = patches(into_output, "context_into_output")[0]
-    (x_start, y_start), (x_end, y_end) = arrow.get_path().vertices[[0, -1]]
+    (x_start, y_start), (x_end, y_end) = arrow._posA_posB  # where it starts and ends (data)
     cells = patches(into_output, "decoder_cell")
     cell_top = cells[1].get_y() + cells[1].get_height()
     tokens = sorted(patches(into_output, "target_token"), key=lambda p: p.get_x())
