@@ -112,6 +112,23 @@ def test_attention_weights_are_normalised():
     assert {"0.25", "0.50"} <= set(texts(fig))
 
 
+def test_context_goes_into_the_cell_or_into_the_output_layer():
+    into_cell = viz.seq2seq_diagram(SOURCE, TARGET, variant="attention", focus=1)
+    assert patches(into_cell, "context_into_cell") and not patches(into_cell, "context_into_output")
+    into_output = viz.seq2seq_diagram(SOURCE, TARGET, variant="attention", focus=1,
+                                      context="output")
+    assert patches(into_output, "context_into_output")
+    assert not patches(into_output, "context_into_cell")
+    arrow = patches(into_output, "context_into_output")[0]
+    (x_start, y_start), (x_end, y_end) = arrow._posA_posB  # where it starts and ends (data)
+    cells = patches(into_output, "decoder_cell")
+    cell_top = cells[1].get_y() + cells[1].get_height()
+    tokens = sorted(patches(into_output, "target_token"), key=lambda p: p.get_x())
+    assert y_start == y_end and cell_top < y_end < tokens[1].get_y()  # between h_2 and its token
+    assert any("output layer" in w for w in texts(into_output))
+    assert_readable(into_output)
+
+
 @pytest.mark.parametrize("variant", ["bottleneck", "attention"])
 def test_seq2seq_is_readable(variant):
     assert_readable(viz.seq2seq_diagram(variant=variant))
@@ -129,6 +146,8 @@ def test_seq2seq_is_readable(variant):
         (dict(focus=1), ValueError),  # focus belongs to the attention variant
         (dict(variant="attention", focus=4), ValueError),
         (dict(variant="attention", focus=True), TypeError),
+        (dict(context="output"), ValueError),  # context belongs to the attention variant
+        (dict(variant="attention", context="encoder"), ValueError),
         (dict(variant="attention", weights=[0.5, 0.5]), ValueError),
         (dict(variant="attention", weights=[1.0, -1.0, 1.0]), ValueError),
         (dict(variant="attention", weights=[0.0, 0.0, 0.0]), ValueError),

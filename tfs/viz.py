@@ -504,6 +504,7 @@ def seq2seq_diagram(
     focus: int | None = None,
     weights=None,
     title: str | None = None,
+    context: str = "recurrence",
 ) -> Figure:
     """Encode, then decode: a recurrent encoder–decoder drawn step by step.
 
@@ -520,6 +521,10 @@ def seq2seq_diagram(
         attention weights drawn (line widths and numbers); by default a peak at
         the source position in proportion to the step. They are normalised to
         sum to 1.
+    context (attention only): where the context c_t goes. "recurrence" (Bahdanau et
+        al., 2014): into the decoder cell h_t, which reads it with the previous token;
+        "output" (Luong et al., 2015): beside h_t into the output layer that scores the
+        next token, the recurrence never sees it.
     """
     source = _check_tokens(source, "source")
     target = _check_tokens(target, "target")
@@ -527,8 +532,11 @@ def seq2seq_diagram(
         raise ValueError(f"variant must be 'bottleneck' or 'attention', got {variant!r}")
     _check_title(title)
     m, n = len(source), len(target)
-    if variant == "bottleneck" and (focus is not None or weights is not None):
-        raise ValueError("focus and weights belong to variant='attention'")
+    if variant == "bottleneck" and (focus is not None or weights is not None
+                                    or context != "recurrence"):
+        raise ValueError("focus, weights and context belong to variant='attention'")
+    if context not in ("recurrence", "output"):
+        raise ValueError(f"context must be 'recurrence' or 'output', got {context!r}")
     if focus is None:
         focus = n // 2
     if isinstance(focus, bool) or not isinstance(focus, int | np.integer):
@@ -563,8 +571,11 @@ def seq2seq_diagram(
                  "With attention: every decoder step gets its own mix of all encoder states")
     box_w, box_h = 1.35, 0.42  # the attention box, above and right of the focus step
     box_x = max(dec_x[focus] + step / 2, box_w / 2 + 0.1)
+    c_label = f"c{focus + 1} = Σ α·s".translate(_SUBSCRIPT)
+    if context == "output":
+        c_label += f", read with h{focus + 1} by the output layer".translate(_SUBSCRIPT)
     if attention:
-        width = max(width, box_x + box_w / 2 + 1.1)  # room for "c_t = Σ α·s"
+        width = max(width, box_x + box_w / 2 + 0.2 + 0.075 * len(c_label))  # room for c_label
     width = max(width, 0.3 + 0.1 * len(title))  # room for the title
     y_in, y_cell, y_out = 0.55, 1.35, 2.15
     y_att = 3.15
@@ -626,13 +637,21 @@ def seq2seq_diagram(
                 ax.text(x + 0.05, y_cell + cell / 2 + 0.08, f"{weights[k]:.2f}", ha="left",
                         va="bottom", fontsize=7.5, color=att, zorder=4)
         # the context c_t goes down, between the output chips, into the focus cell
+        # (Bahdanau) or into the output layer, on the way from h_t to its token (Luong)
         x_gap = xf + step / 2
         _arrow(ax, (box_x, y_att - box_h / 2), (x_gap, y_out + 0.3), color=att, width=1.4,
                style="-")
-        _arrow(ax, (x_gap, y_out + 0.3), (xf + cell / 2 + 0.02, y_cell + cell / 2 + 0.02),
-               color=att, width=1.4)
-        ax.text(box_x + box_w / 2 + 0.08, y_att, f"c{focus + 1} = Σ α·s".translate(_SUBSCRIPT),
-                ha="left", va="center", fontsize=8.5, color=att)
+        if context == "recurrence":
+            _arrow(ax, (x_gap, y_out + 0.3), (xf + cell / 2 + 0.02, y_cell + cell / 2 + 0.02),
+                   color=att, width=1.4).set_gid("context_into_cell")
+        else:
+            y_join = (y_cell + cell / 2 + y_out - 0.15) / 2  # halfway from h_t to its token
+            _arrow(ax, (x_gap, y_out + 0.3), (x_gap, y_join), color=att, width=1.4, style="-")
+            _arrow(ax, (x_gap, y_join), (xf + 0.03, y_join), color=att,
+                   width=1.4).set_gid("context_into_output")
+            ax.plot([xf], [y_join], marker="o", markersize=5, color=att, zorder=5)
+        ax.text(box_x + box_w / 2 + 0.08, y_att, c_label, ha="left", va="center", fontsize=8.5,
+                color=att)
     # what each half is
     for xs, label, color in ((enc_x, "encoder", enc), (dec_x, "decoder", dec)):
         ax.plot([xs[0] - cell / 2, xs[-1] + cell / 2], [0.3, 0.3], color=color, linewidth=2.0)
