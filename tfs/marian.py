@@ -14,8 +14,11 @@ output scores, and a decoder that starts from <pad>. This module
   online only;
 - translates text with `tfs.decoding.beam_search` and a `MarianTokenizer` (`translate`),
   with the settings `MarianMTModel.generate` uses (4 beams, length penalty 1, <pad> banned);
-- builds a tiny Marian with random weights, offline, for tests and for the lessons
-  (`tiny_marian`), and writes it as a Hub folder with a tokenizer (`save_tiny_marian`);
+- finds the folder to load (`marian_folder`): downloaded online; offline, the course's own
+  translator that stands in for opus-mt-en-ru (data/tfs_translator_en_ru, `tfs.hub`'s
+  STAND_IN_MODELS);
+- builds a tiny Marian with random weights, offline, for tests (`tiny_marian`), and writes
+  it as a Hub folder with a tokenizer (`save_tiny_marian`);
 - goes the other way: `export_marian` saves a trained `tfs.model.Transformer` and the
   course's tokenizer as a `MarianMTModel` folder that `transformers` alone reloads
   (`from_pretrained`, `pipeline("translation", model=folder)`), translating token for token
@@ -276,6 +279,30 @@ def download_marian(repo_id=OPUS_MT_EN_RU, weights_file="pytorch_model.bin"):
     return folder
 
 
+def marian_folder(repo_id=OPUS_MT_EN_RU, weights_file="pytorch_model.bin"):
+    """The folder of a Marian model to load: online, `download_marian(repo_id)`; offline
+    (tfs.hub raises `HubFileMissing` for the weights, which the course does not ship), the
+    course's own model that stands in for it (`tfs.hub.STAND_IN_MODELS`: for opus-mt-en-ru,
+    lesson 05's translator exported by `export_marian`, data/tfs_translator_en_ru), with a
+    line saying so. Returns (folder, where) with `where` "downloaded" or "stand-in"."""
+    from tfs import hub
+
+    try:
+        return download_marian(repo_id, weights_file), "downloaded"
+    except hub.HubFileMissing:
+        if repo_id not in hub.STAND_IN_MODELS:
+            raise
+    folder = hub.data_dir() / hub.STAND_IN_MODELS[repo_id]
+    for name in ("config.json", "model.safetensors"):
+        if not (folder / name).is_file():
+            raise hub.HubFileMissing(f"the shipped file {folder / name} is missing; {hub.RESTORE}")
+    if repo_id not in hub._announced:
+        hub._announced.add(repo_id)
+        size = sum(p.numel() for p in from_marian(folder).parameters())
+        print(hub.STAND_IN_LINES[repo_id].format(size=size))
+    return folder, "stand-in"
+
+
 def load_opus_mt(repo_id=OPUS_MT_EN_RU, weights_file="pytorch_model.bin"):
     """`download_marian` and `from_marian`: opus-mt-en-ru (or `repo_id`) in our Transformer."""
     return from_marian(download_marian(repo_id, weights_file))
@@ -310,13 +337,17 @@ def translate(model, tokenizer, sentences, beam_size=4, length_penalty=1.0, max_
 
 def generate_settings(model, beam_size=4, length_penalty=1.0, max_len=None):
     """The keyword arguments of `MarianMTModel.generate` that do what `beam_search` does with
-    these arguments (for comparing the two token for token)."""
+    these arguments (for comparing the two token for token): <pad> and the decoder's start
+    token never generated (Marian's start is <pad>; a model exported from the course starts
+    from <bos>)."""
+    start = model.variant.decoder_start_id
+    banned = sorted({model.pad_id} | ({start} if start is not None else set()))
     return dict(
         num_beams=beam_size,
         length_penalty=length_penalty,
         early_stopping=False,
         do_sample=False,
-        bad_words_ids=[[model.pad_id]],
+        bad_words_ids=[[i] for i in banned],
         max_new_tokens=max_len or model.max_len - 1,
         num_return_sequences=1,
         forced_eos_token_id=None,  # opus-mt's config forces <eos> at max_length; ours cuts there
