@@ -99,6 +99,7 @@ def test_the_folder_holds_a_marian_model_and_a_fast_tokenizer(folder, hf, tokeni
     for name, i in ids.items():
         assert getattr(their_tokenizer, f"{name}_token_id") == i
     batch = their_tokenizer(sentences, padding=True, return_tensors="pt")
+    assert set(batch) == {"input_ids", "attention_mask"}  # no token_type_ids: Marian has none
     assert torch.equal(batch["input_ids"], encoded(tokenizer, sentences, ids["eos"]))
     assert torch.equal(batch["attention_mask"], (batch["input_ids"] != ids["pad"]).long())
     # every weight comes from the file: nothing left for transformers to initialise at random

@@ -521,6 +521,7 @@ def export_marian(model, tokenizer, folder, num_beams=4, **special_tokens):
     wrapped = PreTrainedTokenizerFast(
         tokenizer_object=fast, **tokens, model_max_length=sizes["max_len"],
         padding_side="right", clean_up_tokenization_spaces=False,
+        model_input_names=["input_ids", "attention_mask"],  # no token_type_ids: Marian has none
     )
     wrapped.save_pretrained(folder)
     settings_file = folder / "tokenizer_config.json"
