@@ -600,3 +600,62 @@ def test_online_downloads_from_the_hub_into_the_user_cache(tmp_path, fake_hub):
     assert "HEAD /" in StandInHub.requests  # the one quick probe
     assert "GET /openai-community/gpt2/resolve/main/config.json" in StandInHub.requests
     assert "GET /api/models/Helsinki-NLP/opus-mt-en-ru" in StandInHub.requests
+
+
+# --- the course's own translator, standing in for opus-mt-en-ru's weights offline -------------
+
+TRANSLATOR_LINE = (
+    "offline: the course's own translator ({:,} parameters, trained on its generated corpus, "
+    "data/tfs_translator_en_ru) stands in for Helsinki-NLP/opus-mt-en-ru's weights"
+)
+
+
+def test_offline_the_course_translator_stands_in_for_opus_mt(offline, capsys):
+    pytest.importorskip("transformers")
+    from tfs.marian import from_marian, marian_folder
+
+    folder, where = marian_folder("Helsinki-NLP/opus-mt-en-ru")
+    assert where == "stand-in" and folder == DATA / hub.STAND_IN_MODELS[
+        "Helsinki-NLP/opus-mt-en-ru"]
+    ours = from_marian(folder)
+    n_parameters = sum(p.numel() for p in ours.parameters())
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [SHIPPED_LINE, TRANSLATOR_LINE.format(n_parameters)]
+    assert marian_folder()[0] == folder and capsys.readouterr().out == ""  # said once
+    for name in ("CARD.md", "LICENSE", "config.json", "tokenizer.json", "generation_config.json"):
+        assert (folder / name).is_file(), name
+    # not a copy of opus-mt-en-ru under its name: another, much smaller model
+    opus = json.loads(Path(hub.hf_hub_download("Helsinki-NLP/opus-mt-en-ru", "config.json"))
+                      .read_text())
+    assert ours.vocab_size != opus["vocab_size"] and ours.d_model < opus["d_model"]
+
+
+def test_the_stand_in_translates_the_course_sentence(offline):
+    """What lesson 04 shows offline: Russian, the same tokens from transformers and from us."""
+    transformers = pytest.importorskip("transformers")
+    import torch
+
+    from tfs.data import load_pairs
+    from tfs.decoding import beam_search
+    from tfs.marian import from_marian, generate_settings, marian_folder
+
+    folder, _ = marian_folder()
+    theirs = transformers.MarianMTModel.from_pretrained(folder).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    ours = from_marian(folder)
+    twins = ("The researcher said she was exhausted.", "The researcher said he was exhausted.")
+    reference = {r["en"]: r["ru"] for r in load_pairs("test_combinations")}  # held out
+    batch = tokenizer(list(twins), return_tensors="pt", padding=True)
+    with torch.no_grad():
+        expected = theirs.generate(**batch, **generate_settings(ours, max_len=30))
+    got = beam_search(ours, batch["input_ids"], None, tokenizer.eos_token_id, max_len=30)
+    texts = tokenizer.batch_decode(got, skip_special_tokens=True)
+    assert texts == tokenizer.batch_decode(expected, skip_special_tokens=True)
+    assert texts == [reference[english] for english in twins]  # the feminine and the masculine
+
+
+def test_offline_a_model_without_a_stand_in_is_not_found(offline):
+    from tfs.marian import marian_folder
+
+    with pytest.raises(hub.HubFileMissing, match="not shipped"):
+        marian_folder("Helsinki-NLP/opus-mt-en-de")
