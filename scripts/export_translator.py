@@ -126,7 +126,22 @@ def check_export(model, folder, sentences, bos, eos, max_new_tokens=60):
     return counts
 
 
+def command_line(args):
+    """The command that rebuilds this folder: the script and the arguments that differ
+    from its defaults (lesson 05's recipe)."""
+    defaults = vars(arguments([]))
+    changed = [f"--{name.replace('_', '-')} {value}" for name, value in vars(args).items()
+               if value != defaults[name] and name not in ("out", "threads")]
+    return " ".join(["python scripts/export_translator.py", *changed])
+
+
 def card(args, scores, checks, seconds, n_params, size):
+    command = command_line(args)
+    full = arguments([]).steps
+    budget_note = "" if args.steps >= full else (
+        f"This build stopped at {args.steps:,} of lesson 05's {full:,} steps, and its scores "
+        f"below show the mistakes that leaves; `python scripts/export_translator.py` trains "
+        f"with the whole budget.")
     recipe = (f"seed {args.seed}, {args.steps:,} steps of {args.max_tokens:,} padded tokens, "
               f"d_model {args.d_model}, {args.n_heads} heads, d_ff {args.d_ff}, "
               f"{args.n_layers} layers, dropout {args.dropout:g}, {args.max_len} positions, "
@@ -138,8 +153,9 @@ def card(args, scores, checks, seconds, n_params, size):
     return f"""# {NAME}: lesson 05's translator as a Hugging Face Marian model
 
 **What.** The course's own Transformer (`tfs.model.Transformer`: the 2017 encoder-decoder,
-post-LN, ReLU, shared embedding x sqrt(d_model), sinusoidal positions), trained by
-`tfs.train` with lesson 05's recipe on the course's generated corpus (`data/gen_en_ru/`),
+post-LN, ReLU, shared embedding x sqrt(d_model), sinusoidal positions) at lesson 05's
+sizes, trained by `tfs.train` as lesson 05 trains it (the budget is below) on the course's
+generated corpus (`data/gen_en_ru/`),
 exported by `tfs.marian.export_marian` as a `MarianMTModel` folder with its tokenizer as a
 `PreTrainedTokenizerFast`. {n_params:,} parameters, {size / 1e6:.1f} MB. It translates
 English sentences of the corpus's closed domain (people and their jobs, family, places in
@@ -166,8 +182,9 @@ print(tokenizer.batch_decode(model.generate(**batch), skip_special_tokens=True))
 
 ## How it was made
 
-`python scripts/export_translator.py` (its defaults are lesson 05's recipe): {recipe}.
+`{command}` (the script's defaults are lesson 05's recipe): {recipe}.
 Training took {seconds:.0f} s on a CPU (`--threads {args.threads or torch.get_num_threads()}`).
+{budget_note}
 
 In the folder: `config.json` (Marian's names: `activation_function` relu, `scale_embedding`
 true, `decoder_start_token_id` = <bos> = 1, `pad_token_id` 0, `eos_token_id` 2, one shared
