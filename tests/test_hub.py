@@ -7,23 +7,21 @@ files work on a copy in a temporary folder (TFS_DATA_DIR). The online path is te
 without internet: a small local HTTP server stands in for the Hub.
 """
 
-import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
 import textwrap
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import huggingface_hub
 import pandas as pd
 import pytest
+from conftest import StandInHub, stand_in_hub
 from huggingface_hub import constants as hf_constants
 from huggingface_hub.errors import LocalEntryNotFoundError
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
@@ -33,7 +31,8 @@ from tfs import hub
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
 SHIPPED_LINE = (
-    "Hub files: offline (HF_HUB_OFFLINE is set); the models' configs are copies shipped in data/hub"
+    "Hub files: offline (the environment asks for offline use); the models' configs are copies "
+    "shipped in data/hub"
 )
 UNREACHABLE_LINE = (
     "Hub files: offline (the Hub cannot be reached); the models' configs are copies shipped in "
@@ -547,73 +546,24 @@ def test_an_unreachable_hub_falls_back_within_seconds(tmp_path, hub_answer):
     assert result["seconds"] < 5, result
 
 
-class FakeHub(BaseHTTPRequestHandler):
-    """Answers the few requests huggingface_hub sends: HEAD/GET .../resolve/main/<file>
-    (with the X-Repo-Commit and ETag headers it needs) and GET /api/models/<repo>."""
-
-    commit = "1234567890abcdef1234567890abcdef12345678"
-    files: dict = {}  # URL path -> bytes
-    sizes: dict = {}  # repo_id -> {filename: size}
-    requests: list = []
-
-    def do_HEAD(self):
-        self.answer(send_body=False)
-
-    def do_GET(self):
-        self.answer(send_body=True)
-
-    def answer(self, send_body):
-        path = urlsplit(self.path).path
-        self.requests.append(f"{self.command} {path}")
-        headers = {"X-Repo-Commit": self.commit}
-        if path == "/":
-            body = b"fake hub"
-        elif path in self.files:
-            body = self.files[path]
-            headers["ETag"] = '"' + hashlib.sha256(body).hexdigest() + '"'
-        elif path.startswith("/api/models/"):
-            repo_id = path.removeprefix("/api/models/").split("/revision/")[0]
-            siblings = [{"rfilename": f, "size": n} for f, n in self.sizes.get(repo_id, {}).items()]
-            body = json.dumps({"id": repo_id, "sha": self.commit, "siblings": siblings}).encode()
-        else:
-            self.send_response(404)
-            self.send_header("X-Error-Code", "EntryNotFound")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        self.send_response(200)
-        for key, value in headers.items():
-            self.send_header(key, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if send_body:
-            self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def fake_hub():
+    """conftest's stand-in Hub serving a config, a tokenizer and a dataset file that differ
+    from the shipped ones, and listing a weights file's size without serving it."""
     served_config = {"model_type": "gpt2", "n_embd": 640, "served_by": "the test's Hub"}
     served_pairs = pd.DataFrame(
         {"en": ["I see the cat.", "Hi."], "ru": ["Я вижу кошку.", "Привет."]}
     )
-    FakeHub.files = {
-        "/openai-community/gpt2/resolve/main/config.json": json.dumps(served_config).encode(),
-        "/xmarva/tfs-bpe-en-ru-16k/resolve/main/tokenizer.json": tiny_tokenizer().to_str().encode(),
-        "/datasets/xmarva/tfs-tatoeba-en-ru/resolve/main/data/validation.parquet": parquet_bytes(
-            served_pairs
-        ),
+    repos = {
+        "openai-community/gpt2": {"config.json": json.dumps(served_config).encode()},
+        "xmarva/tfs-bpe-en-ru-16k": {"tokenizer.json": tiny_tokenizer().to_str().encode()},
+        "datasets/xmarva/tfs-tatoeba-en-ru": {
+            "data/validation.parquet": parquet_bytes(served_pairs)},
+        "Helsinki-NLP/opus-mt-en-ru": {},  # listed, not served
     }
-    FakeHub.sizes = {"Helsinki-NLP/opus-mt-en-ru": {"config.json": 139, "pytorch_model.bin": 12345}}
-    FakeHub.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeHub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", served_config, served_pairs
-    server.shutdown()
-    server.server_close()
+    sizes = {"Helsinki-NLP/opus-mt-en-ru": {"config.json": 139, "pytorch_model.bin": 12345}}
+    with stand_in_hub(repos, sizes=sizes) as endpoint:
+        yield endpoint, served_config, served_pairs
 
 
 def test_online_downloads_from_the_hub_into_the_user_cache(tmp_path, fake_hub):
@@ -648,6 +598,69 @@ def test_online_downloads_from_the_hub_into_the_user_cache(tmp_path, fake_hub):
     assert result["pad"] == 0 and result["vocab"] == tiny_tokenizer().get_vocab_size()
     assert (user_cache / "datasets--xmarva--tfs-tatoeba-en-ru").is_dir()
     assert served(copy) == before  # the shipped data was not touched
-    assert "HEAD /" in FakeHub.requests  # the one quick probe
-    assert "GET /openai-community/gpt2/resolve/main/config.json" in FakeHub.requests
-    assert "GET /api/models/Helsinki-NLP/opus-mt-en-ru" in FakeHub.requests
+    assert "HEAD /" in StandInHub.requests  # the one quick probe
+    assert "GET /openai-community/gpt2/resolve/main/config.json" in StandInHub.requests
+    assert "GET /api/models/Helsinki-NLP/opus-mt-en-ru" in StandInHub.requests
+
+
+# --- the course's own translator, standing in for opus-mt-en-ru's weights offline -------------
+
+TRANSLATOR_LINE = (
+    "offline: the course's own translator ({:,} parameters, trained on its generated corpus, "
+    "data/tfs_translator_en_ru) stands in for Helsinki-NLP/opus-mt-en-ru's weights"
+)
+
+
+def test_offline_the_course_translator_stands_in_for_opus_mt(offline, capsys):
+    pytest.importorskip("transformers")
+    from tfs.marian import from_marian, marian_folder
+
+    folder, where = marian_folder("Helsinki-NLP/opus-mt-en-ru")
+    assert where == "stand-in" and folder == DATA / hub.STAND_IN_MODELS[
+        "Helsinki-NLP/opus-mt-en-ru"]
+    ours = from_marian(folder)
+    n_parameters = sum(p.numel() for p in ours.parameters())
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [SHIPPED_LINE, TRANSLATOR_LINE.format(n_parameters)]
+    assert marian_folder()[0] == folder and capsys.readouterr().out == ""  # said once
+    for name in ("CARD.md", "LICENSE", "config.json", "tokenizer.json", "generation_config.json"):
+        assert (folder / name).is_file(), name
+    # not a copy of opus-mt-en-ru under its name: another, much smaller model
+    opus = json.loads(Path(hub.hf_hub_download("Helsinki-NLP/opus-mt-en-ru", "config.json"))
+                      .read_text())
+    assert ours.vocab_size != opus["vocab_size"] and ours.d_model < opus["d_model"]
+
+
+def test_the_stand_in_translates_the_course_sentence(offline):
+    """What lesson 04 shows offline: Russian, the same tokens from transformers and from us."""
+    transformers = pytest.importorskip("transformers")
+    import torch
+
+    from tfs.data import load_pairs
+    from tfs.decoding import beam_search
+    from tfs.marian import from_marian, generate_settings, marian_folder
+
+    folder, _ = marian_folder()
+    theirs = transformers.MarianMTModel.from_pretrained(folder).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    ours = from_marian(folder)
+    twins = ("The researcher said she was exhausted.", "The researcher said he was exhausted.")
+    reference = {r["en"]: r["ru"] for r in load_pairs("test_combinations")}  # held out
+    batch = tokenizer(list(twins), return_tensors="pt", padding=True)
+    with torch.no_grad():
+        expected = theirs.generate(**batch, **generate_settings(ours, max_len=30))
+    got = beam_search(ours, batch["input_ids"], None, tokenizer.eos_token_id, max_len=30)
+    texts = tokenizer.batch_decode(got, skip_special_tokens=True)
+    assert texts == tokenizer.batch_decode(expected, skip_special_tokens=True)
+    # Russian: every letter Cyrillic, and close to the corpus's reference (chrF, 0-100)
+    assert all(re.fullmatch(r"[А-Яа-яЁё ,.!?-]+", text) for text in texts), texts
+    from tfs.train import corpus_scores
+
+    assert corpus_scores(texts, [reference[english] for english in twins])["chrf"] > 60
+
+
+def test_offline_a_model_without_a_stand_in_is_not_found(offline):
+    from tfs.marian import marian_folder
+
+    with pytest.raises(hub.HubFileMissing, match="not shipped"):
+        marian_folder("Helsinki-NLP/opus-mt-en-de")

@@ -80,6 +80,10 @@ STAND_INS = {
         f"data/{split}.parquet": f"corpus/{split}.parquet" for split in SPLITS
     },
 }
+#: Real models whose weights the course does not ship, and the folder of data/ holding the
+#: course's own model that stands in for them offline (tfs.marian.marian_folder): not a copy,
+#: a much smaller model of the same kind under its own name.
+STAND_IN_MODELS = {"Helsinki-NLP/opus-mt-en-ru": "tfs_translator_en_ru"}
 #: Every Hub file a lesson asks for, (repo_type, repo_id) -> file names; all are served offline.
 SHIPPED_FILES = COPIED_FILES | {repo: tuple(files) for repo, files in STAND_INS.items()}
 
@@ -92,6 +96,9 @@ STAND_IN_LINES = {
     "for " + COURSE_DATASET,
     COURSE_TOKENIZER[0]: "offline: the course's own tokenizer ({size:,} tokens, trained on its "
     "hand-written corpus) stands in for " + COURSE_TOKENIZER[0],
+    "Helsinki-NLP/opus-mt-en-ru": "offline: the course's own translator ({size:,} parameters, "
+    "trained on its generated corpus, data/tfs_translator_en_ru) stands in for "
+    "Helsinki-NLP/opus-mt-en-ru's weights",
 }
 
 
@@ -208,7 +215,7 @@ def source() -> str:
     global _source
     if _source is None:
         if offline_requested():
-            _source, why = "offline", "HF_HUB_OFFLINE is set"
+            _source, why = "offline", "the environment asks for offline use"
         elif hub_reachable():
             _source, why = "online", ""
         else:
