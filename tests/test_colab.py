@@ -36,8 +36,8 @@ spec.loader.exec_module(colab)
 CONFIG_REPOS = ("openai-community/gpt2", "Helsinki-NLP/opus-mt-en-ru",
                 "unsloth/Meta-Llama-3.1-8B", "deepseek-ai/DeepSeek-V3")
 ONLINE_LINE = "Hub files: downloaded from the Hugging Face Hub"
-OFFLINE_LINE = ("Hub files: offline (HF_HUB_OFFLINE is set); the models' configs are copies "
-                "shipped in data/hub")
+OFFLINE_LINE = ("Hub files: offline (the environment asks for offline use); the models' configs "
+                "are copies that come with the course")
 
 # The calls the lessons make to read their data, as they make them (lesson 04: the course's
 # tokenizer and pairs, four configs, a weights file's size, opus-mt-en-ru or its tiny stand-in;

@@ -32,11 +32,11 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
 SHIPPED_LINE = (
     "Hub files: offline (the environment asks for offline use); the models' configs are copies "
-    "shipped in data/hub"
+    "that come with the course"
 )
 UNREACHABLE_LINE = (
-    "Hub files: offline (the Hub cannot be reached); the models' configs are copies shipped in "
-    "data/hub"
+    "Hub files: offline (the Hub cannot be reached); the models' configs are copies that come "
+    "with the course"
 )
 CORPUS_LINE = (
     "offline: the course's own hand-written corpus ({:,} pairs) stands in for "
