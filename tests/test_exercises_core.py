@@ -131,3 +131,17 @@ def test_helpers():
     with pytest.raises(ValueError, match="lesson number"):
         solution_url("2")
     assert isinstance(softmax.verdict(stub), Verdict)
+
+
+def test_a_tensor_names_the_type_the_shape_the_input_and_the_fix():
+    import torch
+
+    from tfs.exercises._core import Mistake, a_tensor
+
+    x = torch.zeros(2, 3)
+    assert a_tensor(x, "your mask", shape=(2, 3)) is x
+    with pytest.raises(Mistake, match=r"return your mask as a tensor; yours is a list \(B = 2\)"):
+        a_tensor([[0, 1]], "your mask", where="B = 2")
+    with pytest.raises(Mistake, match=r"should have shape \(3, 2\); yours has \(2, 3\) \(B = 2\): "
+                                      r"transpose"):
+        a_tensor(x, "your mask", shape=(3, 2), where="B = 2", hint="transpose")

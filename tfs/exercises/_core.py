@@ -155,6 +155,20 @@ def _as_tensor(value, what: str) -> torch.Tensor:
     raise Mistake(f"{what} should be a tensor or a number; yours is a {kind}{hint}")
 
 
+def a_tensor(value, what: str, shape=None, where: str = "", hint: str = "") -> torch.Tensor:
+    """The reader's value if it is a tensor (of `shape`, when given), else a Mistake that says
+    what it should be, on which of the checker's inputs (`where`) and how to fix it (`hint`)."""
+    at = f" ({where})" if where else ""
+    if not isinstance(value, torch.Tensor):
+        raise Mistake(f"return {what} as a tensor; yours is a {type(value).__name__}{at}")
+    if shape is not None and tuple(value.shape) != tuple(shape):
+        raise Mistake(
+            f"{what} should have shape {tuple(shape)}; yours has {tuple(value.shape)}{at}"
+            + (f": {hint}" if hint else "")
+        )
+    return value
+
+
 def same_shape(got, shape, what: str) -> None:
     """Mistake unless `got` (a tensor or array) has exactly `shape`."""
     got = _as_tensor(got, what)

@@ -19,7 +19,15 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from tfs.exercises._core import Mistake, call, close, exercise, same_shape, solution_url
+from tfs.exercises._core import (
+    Mistake,
+    a_tensor,
+    call,
+    close,
+    exercise,
+    same_shape,
+    solution_url,
+)
 
 SOLUTIONS = solution_url("00")
 
@@ -34,9 +42,7 @@ __all__ = [
 
 
 def _tensor(value, what):
-    if not isinstance(value, torch.Tensor):
-        raise Mistake(f"{what} should be a tensor; yours is a {type(value).__name__}")
-    return value.detach().to("cpu", torch.float64)
+    return a_tensor(value, what).detach().to("cpu", torch.float64)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -209,14 +215,9 @@ def clinic_shift(fn):
     start = 10
     for what, target in cases:
         inputs = call(fn, target.clone(), start, what=what)
-        if not isinstance(inputs, torch.Tensor):
-            raise Mistake(f"return a tensor of token ids; yours is a {type(inputs).__name__}")
-        if tuple(inputs.shape) != tuple(target.shape):
-            raise Mistake(
-                f"the inputs should have the target's shape {tuple(target.shape)}, one input per "
-                f"step; yours have {tuple(inputs.shape)} ({what}): put START in front and drop "
-                "the LAST target token"
-            )
+        a_tensor(inputs, "the decoder's inputs (token ids)", shape=target.shape, where=what,
+                 hint="one input per step, the target's shape: put START in front and drop "
+                 "the LAST target token")
         want = _shift_right(target, start)
         if torch.equal(inputs, want):
             continue

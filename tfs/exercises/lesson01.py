@@ -22,7 +22,7 @@ import torch
 import torch.nn as nn
 
 from tfs.costs import count_flops
-from tfs.exercises._core import Mistake, call, close, exercise, number, solution_url
+from tfs.exercises._core import Mistake, a_tensor, call, close, exercise, number, solution_url
 
 SOLUTIONS = solution_url("01")
 
@@ -241,8 +241,7 @@ def clinic_rnn_state(fn):
     generator = torch.Generator().manual_seed(1)
     for what, x, W_ih, W_hh in _rnn_cases(generator):
         last = call(fn, x.clone(), W_ih, W_hh, what=what)
-        if not isinstance(last, torch.Tensor):
-            raise Mistake(f"return the last state, a tensor; yours is a {type(last).__name__}")
+        a_tensor(last, "the last state", where=what)
         want = _reference_last_state(x, W_ih, W_hh)
         if last.dim() == 3 and tuple(last.shape[::2]) == tuple(want.shape):
             raise Mistake(

@@ -23,7 +23,7 @@ import math
 import torch
 import torch.nn as nn
 
-from tfs.exercises._core import Mistake, call, close, exercise, number, solution_url
+from tfs.exercises._core import Mistake, a_tensor, call, close, exercise, number, solution_url
 from tfs.model import FeedForward, MultiHeadAttention
 from tfs.model import attention as _attention
 
@@ -135,14 +135,8 @@ def attention(fn):
 
 def _diagnose_weights(weights, q, k, mask, want, what):
     """Name the usual mistakes before a plain comparison would."""
-    if not isinstance(weights, torch.Tensor):
-        raise Mistake(f"your weights should be a tensor; yours is a {type(weights).__name__}")
-    if tuple(weights.shape) != tuple(want.shape):
-        raise Mistake(
-            f"your weights should have shape {tuple(want.shape)} (..., T_q, T_k); yours have "
-            f"{tuple(weights.shape)} ({what}): transpose only the last two dimensions of k, "
-            "k.transpose(-2, -1)"
-        )
+    a_tensor(weights, "your weights (..., T_q, T_k)", shape=want.shape, where=what,
+             hint="transpose only the last two dimensions of k, k.transpose(-2, -1)")
     weights = weights.detach().double()
     if torch.allclose(weights, want.double(), atol=1e-5, rtol=1e-4):
         return  # right, or indistinguishable from right on this input (e.g. one key)
@@ -248,17 +242,13 @@ def decoder_mask(fn):
     for what, ids, pad_id in cases:
         got = call(fn, ids.clone(), pad_id, what=what)
         want = _decoder_mask_reference(ids, pad_id)
-        if not isinstance(got, torch.Tensor):
-            raise Mistake(f"return a tensor; yours is a {type(got).__name__} ({what})")
+        a_tensor(got, "your mask", where=what)
         if got.dtype != torch.bool:
             raise Mistake(
                 f"return a boolean tensor (True = may look); yours has dtype {got.dtype} ({what})"
             )
-        if tuple(got.shape) != tuple(want.shape):
-            raise Mistake(
-                f"your mask should have shape {tuple(want.shape)}, one (T, T) matrix per "
-                f"sentence; yours has {tuple(got.shape)} ({what})"
-            )
+        a_tensor(got, "your mask", shape=want.shape, where=what,
+                 hint="one (T, T) matrix per sentence")
         if torch.equal(got, want):
             continue
         _diagnose_mask(got, want, ids, pad_id, what)

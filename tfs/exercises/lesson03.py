@@ -25,7 +25,7 @@ import torch.nn.functional as F
 
 import tfs.decoding
 import tfs.model
-from tfs.exercises._core import Mistake, call, close, exercise, solution_url
+from tfs.exercises._core import Mistake, a_tensor, call, close, exercise, solution_url
 
 SOLUTIONS = solution_url("03")
 
@@ -279,9 +279,7 @@ def clinic_repeats(fn):
     what = "a model whose next token is known (after a comes b), B = 3, 6 tokens"
     got = call(fn, CountingModel(), src, 6, what=what)
     want = _greedy_reference(CountingModel(), src, 6)  # a b c d e f, e f g h i j, h i j <eos>..
-    if not isinstance(got, torch.Tensor):
-        raise Mistake(f"return the tokens as a tensor (B, n_tokens); yours is a "
-                      f"{type(got).__name__}")
+    a_tensor(got, "the tokens (B, n_tokens)", where=what)
     if tuple(got.shape) == (3, 7):
         raise Mistake("return the answer without the <bos> the decoder started from: "
                       "(B, n_tokens)")
@@ -358,8 +356,7 @@ def greedy_until_eos(fn):
     what = "a model that counts up the alphabet (after j: <eos>), B = 3, max_len = 12"
     got = call(fn, CountingModel(), src, 12, what=what)
     want = _greedy_until_eos_reference(CountingModel(), src, 12)  # (3, 11): a ... j <eos>
-    if not isinstance(got, torch.Tensor):
-        raise Mistake(f"return the tokens as a tensor (B, T); yours is a {type(got).__name__}")
+    a_tensor(got, "the tokens (B, T)", where=what)
     got = got.cpu()
     if got.dim() != 2 or got.shape[0] != 3:
         raise Mistake(f"return one row of tokens per source, shape (3, T); yours has "
