@@ -55,6 +55,15 @@ def test_substitution_swaps_the_aligned_word_but_knows_no_agreement():
     assert swap.translate_one("Anna bought milk today.") == "Анна купила молоко."
 
 
+def test_substitution_also_replaces_another_form_of_the_aligned_word():
+    pairs = [("Anna was busy.", "Анна была занята."), ("Ivan was busy.", "Иван был занят."),
+             ("Boris was busy.", "Борис был занят."), ("Ivan was tired.", "Иван устал.")]
+    swap = MemoryWithSubstitution(pairs)
+    assert swap.alignment["busy"] == "занят" and swap.alignment["tired"] == "устал"
+    # nearest "Anna was busy.": its занята is a form of занят, and gets устал, masculine
+    assert swap.translate_one("Anna was tired.") == "Анна была устал."
+
+
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="empty"):
         TranslationMemory([])

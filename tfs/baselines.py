@@ -8,13 +8,14 @@
   coefficient of the sentences they occur in (2 c(e, r) / (c(e) + c(r))).
 - `MemoryWithSubstitution(pairs)`: the translation memory, then, for each English word in
   which the query differs from the retrieved sentence, the Russian word aligned to the old
-  English word is replaced by the Russian word aligned to the new one (in its most frequent
-  form: a lookup knows no agreement).
+  English word (or another form of it) is replaced by the Russian word aligned to the new
+  one, in its most frequent form: a lookup knows no agreement.
 """
 
 from __future__ import annotations
 
 import collections
+import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -111,16 +112,19 @@ def word_alignment(pairs) -> dict[str, str]:
 
 
 def _replace_word(russian: str, old: str, new: str) -> str:
-    """`russian` with its first word equal to `old` (case and punctuation aside) replaced by
-    `new`, keeping the punctuation around it and a capital at the start."""
+    """`russian` with its first word equal to `old` (case and punctuation aside), else its
+    first other form of `old` (sharing all of it but the last two letters, at least three),
+    replaced by `new`, keeping the punctuation around it and a capital at the start."""
     tokens = russian.split()
-    for i, token in enumerate(tokens):
-        core = token.strip(_PUNCTUATION)
-        if core.lower() == old:
-            word = new.capitalize() if core[:1].isupper() else new
-            tokens[i] = token.replace(core, word, 1)
-            return " ".join(tokens)
-    return russian
+    cores = [t.strip(_PUNCTUATION) for t in tokens]
+    stem = max(3, len(old) - 2)
+    exact = [i for i, c in enumerate(cores) if c.lower() == old]
+    forms = [i for i, c in enumerate(cores)
+             if len(os.path.commonprefix([c.lower(), old])) >= stem]
+    for i in (exact or forms)[:1]:
+        word = new.capitalize() if cores[i][:1].isupper() else new
+        tokens[i] = tokens[i].replace(cores[i], word, 1)
+    return " ".join(tokens)
 
 
 class MemoryWithSubstitution(TranslationMemory):
