@@ -244,31 +244,16 @@ def bench_beam(rounds):
 
 def bench_hugging_face(rounds):
     try:
-        from transformers import MarianConfig, MarianMTModel
+        from transformers import MarianMTModel
         from transformers.utils import logging as hf_logging
     except ImportError:
         return []
+    from tfs.marian import marian_config
+
     hf_logging.set_verbosity_error()
-    config = MarianConfig(
-        vocab_size=COURSE["vocab_size"],
-        d_model=COURSE["d_model"],
-        encoder_layers=COURSE["n_layers"],
-        decoder_layers=COURSE["n_layers"],
-        encoder_attention_heads=COURSE["n_heads"],
-        decoder_attention_heads=COURSE["n_heads"],
-        encoder_ffn_dim=COURSE["d_ff"],
-        decoder_ffn_dim=COURSE["d_ff"],
-        activation_function="relu",
-        scale_embedding=True,  # x sqrt(d_model), like ours
-        max_position_embeddings=256,
-        pad_token_id=PAD,
-        eos_token_id=EOS,
-        decoder_start_token_id=BOS,
-        share_encoder_decoder_embeddings=True,
-        tie_word_embeddings=True,
-        dropout=0.1,
-        attention_dropout=0.0,
-        activation_dropout=0.0,
+    config = marian_config(  # ours as a MarianConfig: ReLU, x sqrt(d_model), tied, post-LN
+        **{k: COURSE[k] for k in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers")},
+        max_len=256, pad_id=PAD, eos_id=EOS, decoder_start_id=BOS, activation="relu",
     )
     torch.manual_seed(0)
     marian = MarianMTModel(config).eval()

@@ -15,9 +15,18 @@ output scores, and a decoder that starts from <pad>. This module
 - translates text with `tfs.decoding.beam_search` and a `MarianTokenizer` (`translate`),
   with the settings `MarianMTModel.generate` uses (4 beams, length penalty 1, <pad> banned);
 - builds a tiny Marian with random weights, offline, for tests and for the lessons
-  (`tiny_marian`), and writes it as a Hub folder with a tokenizer (`save_tiny_marian`).
+  (`tiny_marian`), and writes it as a Hub folder with a tokenizer (`save_tiny_marian`);
+- goes the other way: `export_marian` saves a trained `tfs.model.Transformer` and the
+  course's tokenizer as a `MarianMTModel` folder that `transformers` alone reloads
+  (`from_pretrained`, `pipeline("translation", model=folder)`), translating token for token
+  as `tfs.decoding` does. Marian's positional table is in halves, ours (by default)
+  interleaved: `with_positions` reorders the d_model entries of every weight, which leaves
+  every output unchanged, so the export is exact.
+- `marian_config`: the one place a `MarianConfig` is built from our names (the tiny Marian,
+  the export and benchmarks/bench.py use it).
 
-Only `convert` and `from_marian` on a folder work without `transformers`; the rest imports it.
+Only `convert`, `from_marian` on a folder and `with_positions` work without
+`transformers`; the rest imports it.
 """
 
 from __future__ import annotations
@@ -315,6 +324,222 @@ def generate_settings(model, beam_size=4, length_penalty=1.0, max_len=None):
 
 
 # ---------------------------------------------------------------------------------------------
+# the other way: our Transformer as a MarianMTModel folder
+
+
+def halves_order(d_model):
+    """The permutation from the interleaved positional layout to Marian's halves: entry k of
+    a halves vector is entry `halves_order(d_model)[k]` of the interleaved one (sin 0,
+    sin 1, ..., then cos 0, cos 1, ...: the even entries, then the odd ones)."""
+    return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
+
+
+def _residual_axes(name):
+    """The axes of our weight `name` that run along d_model (the residual stream's entries):
+    a permutation of the stream reorders exactly these."""
+    if name == "embedding.weight":
+        return (1,)  # (|V|, d_model)
+    if ".norm" in name:
+        return (0,)  # LayerNorm's gamma and beta, (d_model,)
+    if any(f".{w}." in name for w in ("w_q", "w_k", "w_v")) or ".linear1." in name:
+        return (1,) if name.endswith("weight") else ()  # reads the stream: (out, d_model)
+    if ".w_o." in name or ".linear2." in name:
+        return (0,)  # writes the stream: weight (d_model, in), bias (d_model,)
+    if name == "output_bias":
+        return ()
+    raise ValueError(f"{name}: a weight tfs.marian does not know how to reorder")
+
+
+def _sizes_of(model):
+    layer = model.encoder[0]
+    return dict(
+        vocab_size=model.vocab_size, d_model=model.d_model,
+        n_heads=layer.self_attention.n_heads, d_ff=layer.feed_forward.linear1.out_features,
+        n_layers=len(model.encoder), dropout=model.dropout.p, pad_id=model.pad_id,
+        max_len=model.max_len,
+    )
+
+
+def with_positions(model, positions):
+    """The same network with its positional table in `positions` layout ("interleaved" or
+    "halves"): a new `tfs.model.Transformer` whose d_model entries are those of `model`
+    reordered by one fixed permutation, applied to every weight on the residual stream's
+    side (the embedding's columns, every LayerNorm, the input side of the query, key, value
+    and first feed-forward projections, the output side of the attention's and the
+    feed-forward's last projections). Attention scores, LayerNorm's mean and variance and
+    the output scores x @ E^T do not depend on the order of the entries, so every output is
+    the same (up to the float rounding of the two tables: below 1e-5)."""
+    from dataclasses import replace
+
+    if not isinstance(model, Transformer):
+        raise TypeError(f"model must be a tfs.model.Transformer, got {type(model).__name__}")
+    if positions not in ("interleaved", "halves"):
+        raise ValueError(f"positions must be 'interleaved' or 'halves', got {positions!r}")
+    order = halves_order(model.d_model)  # interleaved -> halves
+    if model.variant.positions == positions:
+        order = torch.arange(model.d_model)
+    elif positions == "interleaved":
+        order = torch.argsort(order)  # halves -> interleaved
+    weight = model.embedding.weight
+    new = Transformer(**_sizes_of(model), variant=replace(model.variant, positions=positions))
+    new = new.to(device=weight.device, dtype=weight.dtype)
+    state = {}
+    for name, tensor in model.state_dict().items():
+        for axis in _residual_axes(name):
+            tensor = tensor.index_select(axis, order.to(tensor.device))
+        state[name] = tensor.clone()
+    new.load_state_dict(state)
+    return new.train(model.training)
+
+
+SPECIAL_TOKENS = dict(pad_token="<pad>", bos_token="<bos>", eos_token="<eos>", unk_token="<unk>")
+
+
+def export_marian(model, tokenizer, folder, num_beams=4, **special_tokens):
+    """Save `model` (a trained `tfs.model.Transformer`) and `tokenizer` (the corpus's
+    `tokenizers.Tokenizer`, `tfs.data.load_tokenizer()`) as a Hugging Face Marian folder
+    that `transformers` alone loads: `MarianMTModel.from_pretrained(folder)`,
+    `AutoTokenizer.from_pretrained(folder)` (a `PreTrainedTokenizerFast` that appends
+    <eos> to each source, as the course's model reads it), `pipeline("translation",
+    model=folder)`. Returns the folder.
+
+    What it writes: config.json (`marian_config`: our sizes, activation and embedding scale;
+    the decoder starts from <bos>, or from `variant.decoder_start_id` if the model has one),
+    model.safetensors (our weights under Hugging Face's names, reordered into Marian's
+    halves layout by `with_positions`; final_logits_bias = 0, or our output bias),
+    generation_config.json (`num_beams` beams, length penalty 1, <pad> and the start token
+    never generated: `generate()` then gives `tfs.decoding.beam_search`'s tokens, and
+    `num_beams=1` greedy's) and the tokenizer's files. `special_tokens`: the names of
+    pad_token, bos_token, eos_token, unk_token, if not the course's. A ValueError or
+    TypeError names what does not fit (another vocabulary, a missing special token, ...).
+    Loading the folder back checks every weight: `from_marian(folder)`.
+    """
+    from tokenizers import Tokenizer
+    from tokenizers.processors import TemplateProcessing
+    from transformers import GenerationConfig, MarianMTModel, PreTrainedTokenizerFast
+
+    if not isinstance(model, Transformer):
+        raise TypeError(f"model must be a tfs.model.Transformer, got {type(model).__name__}")
+    if not isinstance(tokenizer, Tokenizer):
+        raise TypeError(f"tokenizer must be a tokenizers.Tokenizer (tfs.data.load_tokenizer()), "
+                        f"got {type(tokenizer).__name__}")
+    unknown = set(special_tokens) - set(SPECIAL_TOKENS)
+    if unknown:
+        raise TypeError(f"export_marian() got unexpected keyword arguments {sorted(unknown)}; "
+                        f"special tokens are named by {sorted(SPECIAL_TOKENS)}")
+    tokens = {**SPECIAL_TOKENS, **special_tokens}
+    ids = {kind: tokenizer.token_to_id(token) for kind, token in tokens.items()}
+    missing = [f"{kind} {tokens[kind]!r}" for kind, i in ids.items() if i is None]
+    if missing:
+        raise ValueError(f"the tokenizer has no {', '.join(missing)}")
+    if tokenizer.get_vocab_size() != model.vocab_size:
+        raise ValueError(f"the tokenizer has {tokenizer.get_vocab_size()} tokens, the model "
+                         f"{model.vocab_size}: not the vocabulary it was trained with")
+    if ids["pad_token"] != model.pad_id:
+        raise ValueError(f"the tokenizer's {tokens['pad_token']!r} is id {ids['pad_token']}, "
+                         f"the model's pad_id is {model.pad_id}")
+    if isinstance(num_beams, bool) or not isinstance(num_beams, int) or num_beams < 1:
+        raise ValueError(f"num_beams must be a positive integer, got {num_beams!r}")
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{folder} exists and is not a folder")
+    pad, eos = ids["pad_token"], ids["eos_token"]
+    start = model.variant.decoder_start_id
+    start = ids["bos_token"] if start is None else start
+
+    ours = with_positions(model, "halves").float().cpu().eval()
+    sizes = _sizes_of(ours)
+    config = marian_config(
+        **{k: sizes[k] for k in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers",
+                                 "max_len", "pad_id", "dropout")},
+        eos_id=eos, decoder_start_id=start, activation=ours.variant.activation,
+        scale_embeddings=ours.variant.scale_embeddings,
+    )
+    state = ours.state_dict()
+    theirs = {their_name: state[our_name] for our_name, their_name in
+              names(sizes["n_layers"]).items() if our_name in state}
+    theirs["final_logits_bias"] = state.get(
+        "output_bias", torch.zeros(sizes["vocab_size"])).reshape(1, -1)  # (1, |V|)
+    marian = MarianMTModel(config)
+    result = marian.load_state_dict(theirs, strict=False)
+    tied = set(EMBEDDING_NAMES) | set(POSITION_NAMES)
+    if result.unexpected_keys or set(result.missing_keys) - tied:
+        raise ValueError(f"the weights do not fit MarianMTModel: missing "
+                         f"{sorted(set(result.missing_keys) - tied)[:3]}, unexpected "
+                         f"{result.unexpected_keys[:3]}")
+    marian.tie_weights()
+    if not torch.equal(marian.lm_head.weight, state["embedding.weight"]):
+        raise ValueError("MarianMTModel did not tie its output layer to the embedding")
+    table = marian.model.encoder.embed_positions.weight  # Marian computes its own table
+    if not torch.allclose(table, ours.pe, atol=1e-6, rtol=0):
+        raise ValueError("Marian's positional table differs from ours")
+    marian.generation_config = GenerationConfig(
+        decoder_start_token_id=start, eos_token_id=eos, pad_token_id=pad,
+        bad_words_ids=[[i] for i in sorted({pad, start})], num_beams=num_beams,
+        max_length=sizes["max_len"], length_penalty=1.0, early_stopping=False,
+        forced_eos_token_id=None, do_sample=False,
+    )
+    marian.eval().save_pretrained(folder)
+
+    fast = Tokenizer.from_str(tokenizer.to_str())  # a copy: the course's stays as it is
+    fast.no_padding()
+    fast.no_truncation()
+    eos_token = tokens["eos_token"]
+    fast.post_processor = TemplateProcessing(  # source + <eos>, as the course's model reads it
+        single=f"$A {eos_token}", pair=f"$A $B {eos_token}", special_tokens=[(eos_token, eos)])
+    wrapped = PreTrainedTokenizerFast(
+        tokenizer_object=fast, **tokens, model_max_length=sizes["max_len"],
+        padding_side="right", clean_up_tokenization_spaces=False,
+    )
+    wrapped.save_pretrained(folder)
+    settings_file = folder / "tokenizer_config.json"
+    settings = json.loads(settings_file.read_text())
+    settings["tokenizer_class"] = "PreTrainedTokenizerFast"  # the name transformers 4 and 5 know
+    settings_file.write_text(json.dumps(settings, indent=2, ensure_ascii=False) + "\n")
+    return folder
+
+
+# ---------------------------------------------------------------------------------------------
+# a MarianConfig from our names
+
+
+def marian_config(vocab_size, d_model, n_heads, d_ff, n_layers, max_len, pad_id, eos_id,
+                  decoder_start_id, activation="relu", scale_embeddings=True, dropout=0.1):
+    """The `MarianConfig` of a model with these sizes (our names: d_model, n_heads, d_ff,
+    n_layers, max_len positions): one shared embedding tied to the output layer, post-LN,
+    dropout only after each sub-layer (as ours), `activation` "relu" or "swish" (SiLU).
+    `variant_of` reads it back into the same sizes."""
+    from transformers import MarianConfig
+
+    if activation not in ("relu", "swish"):
+        raise ValueError(f"activation must be 'relu' or 'swish', got {activation!r}")
+    return MarianConfig(
+        vocab_size=vocab_size,
+        decoder_vocab_size=vocab_size,
+        d_model=d_model,
+        encoder_layers=n_layers,
+        decoder_layers=n_layers,
+        encoder_attention_heads=n_heads,
+        decoder_attention_heads=n_heads,
+        encoder_ffn_dim=d_ff,
+        decoder_ffn_dim=d_ff,
+        max_position_embeddings=max_len,
+        activation_function=activation,
+        scale_embedding=bool(scale_embeddings),
+        dropout=float(dropout),
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+        pad_token_id=pad_id,
+        eos_token_id=eos_id,
+        decoder_start_token_id=decoder_start_id,
+        bos_token_id=None,
+        forced_eos_token_id=None,  # opus-mt's 0 would force <eos> at max_length only
+        share_encoder_decoder_embeddings=True,
+        tie_word_embeddings=True,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
 # a tiny Marian, offline
 
 TINY = dict(d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=512)  # positions: opus-mt-en-ru's
@@ -326,31 +551,11 @@ def tiny_marian(seed=0, vocab_size=64, eos_bias=0.15, std=0.15, embedding_std=0.
     offline from a `MarianConfig`, the usual way to test against Hugging Face without a
     download. Weights ~ N(0, std), LayerNorms near 1, final_logits_bias ~ N(0, 1) with
     `eos_bias` added to <eos>'s, so that outputs end at varied lengths."""
-    from transformers import MarianConfig, MarianMTModel
+    from transformers import MarianMTModel
 
-    config = MarianConfig(
-        vocab_size=vocab_size,
-        decoder_vocab_size=vocab_size,
-        d_model=TINY["d_model"],
-        encoder_layers=TINY["n_layers"],
-        decoder_layers=TINY["n_layers"],
-        encoder_attention_heads=TINY["n_heads"],
-        decoder_attention_heads=TINY["n_heads"],
-        encoder_ffn_dim=TINY["d_ff"],
-        decoder_ffn_dim=TINY["d_ff"],
-        max_position_embeddings=TINY["max_len"],
-        activation_function="swish",
-        scale_embedding=True,
-        dropout=0.1,
-        attention_dropout=0.0,
-        activation_dropout=0.0,
-        pad_token_id=vocab_size - 1,
-        decoder_start_token_id=vocab_size - 1,
-        eos_token_id=0,
-        bos_token_id=None,
-        forced_eos_token_id=None,  # opus-mt's 0 would force <eos> at max_length only
-        share_encoder_decoder_embeddings=True,
-        tie_word_embeddings=True,
+    config = marian_config(
+        vocab_size=vocab_size, **TINY, activation="swish", scale_embeddings=True,
+        dropout=0.1, pad_id=vocab_size - 1, eos_id=0, decoder_start_id=vocab_size - 1,
     )
     torch.manual_seed(seed)
     model = MarianMTModel(config)
