@@ -21,17 +21,6 @@ def decoder_only_parameters(vocab_size, d_model, d_ff, n_layers, max_len):
     return n_layers * layer + vocab_size * d_model + max_len * d_model + 2 * d_model
 
 
-# Section 5: label smoothing. The target distribution is (1 − ε)·one-hot + ε/|V| (uniform
-# over ALL tokens, the right one included: PyTorch's and the paper's definition); the loss
-# is its cross-entropy with the model's distribution, averaged over the positions.
-def label_smoothing_loss(scores, targets, epsilon):
-    log_p = scores.log_softmax(dim=-1)  # (N, |V|), stable even for huge scores
-    vocab_size = scores.shape[-1]
-    q = torch.full_like(log_p, epsilon / vocab_size)
-    q[torch.arange(len(targets)), targets] += 1 - epsilon
-    return -(q * log_p).sum(dim=-1).mean()
-
-
 # Section 5, the bug clinic: the loop read the scores of position 0, the prediction made
 # after <bos> alone; with the causal mask, that position never sees the tokens appended
 # after it, so the same token came out at every step. The next token's scores are those of

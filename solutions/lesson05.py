@@ -7,6 +7,7 @@ tells you what is wrong with your own attempt first. Each function here passes i
 
 import math
 
+import torch
 import torch.nn.functional as F
 
 
@@ -49,3 +50,14 @@ def clinic_padding_loss(scores, targets, pad_id):
 # world_size, because DDP averages (divides by world_size) the processes' gradients.
 def ddp_loss(local_sum, local_tokens, global_tokens, world_size):
     return local_sum * world_size / global_tokens
+
+
+# Section 3: label smoothing. The target distribution is (1 − ε)·one-hot + ε/|V| (uniform
+# over ALL tokens, the right one included: PyTorch's and the paper's definition); the loss
+# is its cross-entropy with the model's distribution, averaged over the positions.
+def label_smoothing_loss(scores, targets, epsilon):
+    log_p = scores.log_softmax(dim=-1)  # (N, |V|), stable even for huge scores
+    vocab_size = scores.shape[-1]
+    q = torch.full_like(log_p, epsilon / vocab_size)
+    q[torch.arange(len(targets)), targets] += 1 - epsilon
+    return -(q * log_p).sum(dim=-1).mean()

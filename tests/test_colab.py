@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from conftest import stand_in_hub
 
-from tfs import data, hub
+from tfs import bpe, data, hub
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "colab.py"
@@ -63,19 +63,17 @@ for repo in sys.argv[1].split(","):
         seen["configs"][repo] = [path, json.load(file)]
 seen["weights_bytes"] = hub.file_size("Helsinki-NLP/opus-mt-en-ru", "pytorch_model.bin")
 
-from transformers import MarianMTModel, MarianTokenizer  # lesson 04, section 7
+from transformers import MarianMTModel  # lesson 04, section 7
 
-from tfs.marian import download_marian, from_marian, save_tiny_marian
+from tfs.marian import from_marian, marian_folder
 
-try:
-    folder = source = download_marian("Helsinki-NLP/opus-mt-en-ru")
-    seen["marian"], source = "downloaded", "Helsinki-NLP/opus-mt-en-ru"
-except hub.HubFileMissing:
-    folder = source = save_tiny_marian(env.work_dir("tiny-marian"), seed=0, eos_bias=0.0)
-    seen["marian"] = "stand-in"
+folder, seen["marian"] = marian_folder("Helsinki-NLP/opus-mt-en-ru")
 MarianMTModel.from_pretrained(folder)
-MarianTokenizer.from_pretrained(source)
 seen["marian_parameters"] = sum(p.numel() for p in from_marian(folder).parameters())
+
+from tfs import bpe  # lesson 06: GPT-4's cl100k_base, read offline by tiktoken
+
+seen["cl100k_tokens"] = len(bpe.cl100k_base().encode("Исследовательница сказала: hello"))
 
 seen["gen_pairs"] = {split: load_pairs(split) for split in ALL_SPLITS}  # lesson 05
 seen["gen_vocab"] = load_tokenizer().get_vocab_size()
@@ -139,6 +137,7 @@ def the_checkouts_data():
         "course_pairs": {split: len(hub.course_pairs(split)) for split in hub.SPLITS},
         "gen_pairs": {split: data.load_pairs(split) for split in data.ALL_SPLITS},
         "gen_vocab": data.load_tokenizer().get_vocab_size(),
+        "cl100k_tokens": len(bpe.cl100k_base().encode("Исследовательница сказала: hello")),
     }
 
 
@@ -248,7 +247,7 @@ def test_against_a_stand_in_hub_the_lessons_download_and_lesson_05_reads_the_ins
 # ---------------------------------------------------------------- a missing or damaged file
 
 DAMAGED = """
-from tfs import data, hub
+from tfs import bpe, data, hub
 
 for call in (lambda: data.load_pairs("train"),
              lambda: hub.hf_hub_download("openai-community/gpt2", "config.json"),

@@ -5,6 +5,7 @@ import math
 from pathlib import Path
 
 import pytest
+import torch
 import torch.nn.functional as F
 
 from tfs.exercises import lesson05 as check
@@ -132,3 +133,41 @@ def test_clinic_wrong_fixes(answer, phrase):
 def test_ddp_loss_mistakes(answer, phrase):
     verdict = check.ddp_loss.verdict(answer)
     assert verdict.status == "wrong" and phrase in verdict.message, verdict.message
+
+
+# --- label smoothing -------------------------------------------------------------------------
+
+
+def smoothed_with(over_others=False, one_minus=True, use_log_softmax=True, reduce="mean",
+                  use_epsilon=True):
+    def fn(scores, targets, epsilon):
+        epsilon = epsilon if use_epsilon else 0.0
+        vocab = scores.shape[-1]
+        log_p = scores.log_softmax(-1) if use_log_softmax else scores.softmax(-1).log()
+        spread = epsilon / (vocab - 1) if over_others else epsilon / vocab
+        q = torch.full_like(log_p, spread)
+        right = (1 - epsilon) if one_minus else 1.0
+        q[torch.arange(len(targets)), targets] = right if over_others else right + spread
+        per_position = -(q * log_p).sum(-1)
+        return {"mean": per_position.mean(), "sum": per_position.sum(),
+                "none": per_position}[reduce]
+    return fn
+
+
+@pytest.mark.parametrize("answer, phrase", [
+    (smoothed_with(over_others=True), "|V| − 1 wrong tokens only"),
+    (smoothed_with(one_minus=False), "sums to 1 + ε"),
+    (smoothed_with(use_log_softmax=False), "use log_softmax"),
+    (smoothed_with(reduce="sum"), "take the mean"),
+    (smoothed_with(reduce="none"), "the MEAN over the positions"),
+    (smoothed_with(use_epsilon=False), "ε is not used"),
+])
+def test_label_smoothing_mistakes(answer, phrase):
+    verdict = check.label_smoothing_loss.verdict(answer)
+    assert verdict.status == "wrong" and phrase in verdict.message, verdict.message
+
+
+def test_label_smoothing_solution_is_pytorchs_loss():
+    scores, targets = torch.randn(7, 11), torch.randint(0, 11, (7,))
+    want = F.cross_entropy(scores, targets, label_smoothing=0.2)
+    assert torch.allclose(solutions.label_smoothing_loss(scores, targets, 0.2), want, atol=1e-6)

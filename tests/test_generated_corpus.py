@@ -27,6 +27,8 @@ spec.loader.exec_module(build_corpus)
 COURSE = ("The researcher said she was exhausted.", "Исследовательница сказала, что вымоталась.")
 TWIN = ("The researcher said he was exhausted.", "Исследователь сказал, что вымотался.")
 FILES = [f"{split}.tsv" for split in data.ALL_SPLITS] + ["tokenizer.json", "CARD.md", "LICENSE"]
+# written by hand, not by the build: the everyday sentences
+EXTRA = ["everyday.tsv"]
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +55,7 @@ def forms(text):
 
 
 def test_every_file_is_shipped():
-    assert sorted(p.name for p in SHIPPED.iterdir()) == sorted(FILES)
+    assert sorted(p.name for p in SHIPPED.iterdir()) == sorted(FILES + EXTRA)
 
 
 def test_the_splits_tfs_data_names_are_the_build_s():

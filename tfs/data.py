@@ -21,6 +21,8 @@ SPLITS = ("train", "valid", "test_combinations", "test_systematic", "test_longer
 #: The contrastive split: en, ru, ru_broken (one agreement broken), phenomenon.
 AGREEMENT_SPLIT = "test_agreement"
 ALL_SPLITS = SPLITS + (AGREEMENT_SPLIT,)
+#: Hand-written everyday sentences (en, ru), not generated: `load_everyday`.
+EVERYDAY = "everyday"
 COLUMNS = {name: ("en", "ru", "structure", "phenomena") for name in SPLITS}
 COLUMNS[AGREEMENT_SPLIT] = ("en", "ru", "ru_broken", "phenomenon")
 #: The phenomenon tags used in the `phenomena` column.
@@ -73,14 +75,18 @@ def load_pairs(split: str) -> list[dict]:
         raise TypeError(f"split must be a string, got {type(split).__name__}: {split!r}")
     if split not in ALL_SPLITS:
         raise ValueError(f"unknown split {split!r}; the splits are {', '.join(ALL_SPLITS)}")
-    path = _file(f"{split}.tsv")
+    return _read(f"{split}.tsv", COLUMNS[split])
+
+
+def _read(name: str, columns: tuple[str, ...]) -> list[dict]:
+    path = _file(name)
     with open(path, encoding="utf-8", newline="") as file:
         reader = csv.reader(file, delimiter="\t", quoting=csv.QUOTE_NONE)
         header = next(reader, None)
-        if tuple(header or ()) != COLUMNS[split]:
+        if tuple(header or ()) != columns:
             raise ValueError(
                 f"the corpus file {path} is damaged: header {header}, expected "
-                f"{list(COLUMNS[split])}; {_restore()}"
+                f"{list(columns)}; {_restore()}"
             )
         rows = []
         for number, row in enumerate(reader, start=2):
@@ -91,6 +97,12 @@ def load_pairs(split: str) -> list[dict]:
                 )
             rows.append(dict(zip(header, row, strict=True)))
     return rows
+
+
+def load_everyday() -> list[dict]:
+    """30 everyday sentences written by hand, outside the generator's templates, whose every
+    English word and every Russian word occurs in train: {"en": ..., "ru": ...} dicts."""
+    return _read(f"{EVERYDAY}.tsv", ("en", "ru"))
 
 
 def load_tokenizer():
@@ -105,3 +117,29 @@ def load_tokenizer():
         return Tokenizer.from_file(str(path))
     except Exception as error:  # the tokenizers library raises a plain Exception
         raise ValueError(f"the corpus file {path} is damaged ({error}); {_restore()}") from None
+
+
+#: The test splits the harder selection (`far_pairs`) draws from.
+TEST_SPLITS = ("test_combinations", "test_systematic", "test_longer")
+
+
+def far_pairs(min_words: int = 2) -> list[dict]:
+    """The test sentences far from training: the rows of test_combinations, test_systematic
+    and test_longer whose English differs in at least `min_words` words from every training
+    sentence (words compared position by position, as `tfs.baselines.TranslationMemory`
+    does). Each row gains `split` (the split it comes from) and `distance` (the differing
+    words of its nearest training sentence)."""
+    from tfs.baselines import TranslationMemory
+
+    if isinstance(min_words, bool) or not isinstance(min_words, int):
+        raise TypeError(f"min_words must be an integer, got {type(min_words).__name__}")
+    if min_words < 1:
+        raise ValueError(f"min_words must be at least 1, got {min_words}")
+    memory = TranslationMemory(load_pairs("train"))
+    rows = []
+    for split in TEST_SPLITS:
+        for row in load_pairs(split):
+            distance = memory.nearest(row["en"])[1]
+            if distance >= min_words:
+                rows.append({**row, "split": split, "distance": distance})
+    return rows

@@ -114,7 +114,7 @@ def precision(device: torch.device | str | None = None) -> Precision:
         return Precision(
             dtype=None,
             grad_scaler=False,
-            why=f"{device.type}: float32 throughout, no autocast (as the stored outputs were run)",
+            why=f"{device.type}: float32 throughout, no autocast",
         )
     if device.type != "cuda":
         raise ValueError(f"precision() knows cpu, mps and cuda devices, got {device.type!r}")

@@ -295,7 +295,8 @@ def marian_folder(repo_id=OPUS_MT_EN_RU, weights_file="pytorch_model.bin"):
     folder = hub.data_dir() / hub.STAND_IN_MODELS[repo_id]
     for name in ("config.json", "model.safetensors"):
         if not (folder / name).is_file():
-            raise hub.HubFileMissing(f"the shipped file {folder / name} is missing; {hub.RESTORE}")
+            raise hub.HubFileMissing(
+                f"the shipped file {folder / name} is missing; {hub.restore_hint()}")
     if repo_id not in hub._announced:
         hub._announced.add(repo_id)
         size = sum(p.numel() for p in from_marian(folder).parameters())

@@ -5,7 +5,6 @@ In the lesson::
     from tfs.exercises import lesson03 as check
 
     check.decoder_only_parameters(my_count)     # section 3, the parameter formula of GPT-2
-    check.label_smoothing_loss(my_loss)         # section 5, the paper's smoothed loss
     check.clinic_repeats(fixed_greedy)          # section 6, the bug clinic
     check.greedy_until_eos(my_greedy)           # section 6, greedy decoding that stops
     check.sequence_log_probability(my_log_p)    # section 7, what beam search ranks by
@@ -38,7 +37,6 @@ __all__ = [
     "greedy_until_eos",
     "greedy_with_a_bug",
     "decoder_only_parameters",
-    "label_smoothing_loss",
     "repeat_share",
     "sequence_log_probability",
 ]
@@ -129,78 +127,6 @@ def decoder_only_parameters(fn):
             "and two LayerNorms; then the tied embedding, the positions and one final LayerNorm"
         )
     return f"GPT-2 small has {_gpt2_count(*GPT2_SMALL):,} parameters; 3 more configurations match"
-
-
-# ---------------------------------------------------------------------------------------------
-# section 5: label smoothing
-
-
-def _smoothing_cases(generator):
-    """(description, scores (N, |V|), targets (N,), epsilon)."""
-    cases = []
-    scores = torch.randn(12, 13, generator=generator)
-    targets = torch.randint(0, 13, (12,), generator=generator)
-    cases.append(("12 positions, |V| = 13, ε = 0.1", scores, targets, 0.1))
-    cases.append(("the same scores, ε = 0 (plain cross-entropy)", scores, targets, 0.0))
-    scores = 3 * torch.randn(5, 40, generator=generator)
-    targets = torch.randint(0, 40, (5,), generator=generator)
-    cases.append(("5 positions, |V| = 40, ε = 0.3", scores, targets, 0.3))
-    cases.append(("one position (N = 1), ε = 0.1", scores[:1], targets[:1], 0.1))
-    confident = torch.zeros(4, 13)
-    confident[torch.arange(4), torch.tensor([3, 5, 7, 9])] = 200.0  # a very sure model
-    cases.append(("a very confident model (scores of 200), ε = 0.1", confident,
-                  torch.tensor([3, 5, 2, 9]), 0.1))
-    return cases
-
-
-def _other_classes_only(scores, targets, epsilon):
-    """The variant that spreads ε over the |V| − 1 wrong tokens only (not PyTorch's)."""
-    log_p = scores.double().log_softmax(dim=-1)
-    vocab = scores.shape[-1]
-    q = torch.full_like(log_p, epsilon / (vocab - 1))
-    q[torch.arange(len(targets)), targets] = 1 - epsilon
-    return -(q * log_p).sum(dim=-1).mean()
-
-
-def _no_one_minus(scores, targets, epsilon):
-    log_p = scores.double().log_softmax(dim=-1)
-    q = F.one_hot(targets, scores.shape[-1]).double() + epsilon / scores.shape[-1]
-    return -(q * log_p).sum(dim=-1).mean()
-
-
-@exercise
-def label_smoothing_loss(fn):
-    """fn(scores (N, |V|), targets (N,), epsilon) -> the mean label-smoothed cross-entropy."""
-    generator = torch.Generator().manual_seed(3)
-    for what, scores, targets, epsilon in _smoothing_cases(generator):
-        got = call(fn, scores.clone(), targets.clone(), epsilon, what=what)
-        want = F.cross_entropy(scores.double(), targets, label_smoothing=epsilon)
-        if isinstance(got, torch.Tensor) and got.dim() == 1 and got.numel() == len(targets):
-            raise Mistake(f"return one number, the MEAN over the positions; yours has one per "
-                          f"position ({what})")
-        if isinstance(got, torch.Tensor) and not torch.isfinite(got).all():
-            raise Mistake(f"your loss is {got.flatten()[0].item()} ({what}): softmax then log "
-                          "gives log(0) for large scores; use log_softmax, which is stable")
-        try:
-            close(got, want, f"your loss ({what})", atol=1e-4)
-        except Mistake:
-            if epsilon > 0 and _matches(got, _other_classes_only(scores, targets, epsilon)):
-                raise Mistake(
-                    f"you spread ε over the |V| − 1 wrong tokens only ({what}). The paper "
-                    "and PyTorch mix the one-hot target with the UNIFORM distribution over "
-                    "all |V| tokens: (1 − ε)·one-hot + ε/|V|, so the right token gets "
-                    "1 − ε + ε/|V|") from None
-            if epsilon > 0 and _matches(got, _no_one_minus(scores, targets, epsilon)):
-                raise Mistake(
-                    f"your target distribution sums to 1 + ε ({what}): the one-hot part is "
-                    "weighted by 1 − ε, (1 − ε)·one-hot + ε/|V|") from None
-            if _matches(got, F.cross_entropy(scores.double(), targets)) and epsilon > 0:
-                raise Mistake(f"that is the plain cross-entropy ({what}): ε is not used") from None
-            if _matches(got, F.cross_entropy(scores.double(), targets,
-                                             label_smoothing=epsilon, reduction="sum")):
-                raise Mistake(f"you summed over the positions ({what}); take the mean") from None
-            raise
-    return "equal to F.cross_entropy(label_smoothing=ε) on 5 inputs (ε = 0, N = 1, scores of 200)"
 
 
 def _matches(got, want):
