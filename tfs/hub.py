@@ -89,7 +89,8 @@ SHIPPED_FILES = COPIED_FILES | {repo: tuple(files) for repo, files in STAND_INS.
 
 SOURCE_LINES = {
     "online": "Hub files: downloaded from the Hugging Face Hub",
-    "offline": "Hub files: offline ({why}); the models' configs are copies that come with the course",
+    "offline": "Hub files: offline ({why}); the models' configs are copies that come with the "
+    "course",
 }
 STAND_IN_LINES = {
     COURSE_DATASET: "offline: the course's own hand-written corpus ({size:,} pairs) stands in "
