@@ -12,7 +12,8 @@ import torch
 # step k of the layer below. Layer 1 runs its n steps one after another; layer 2 can start
 # as soon as layer 1 has finished its first step, so it ends one step after layer 1, and so
 # on: a diagonal wave. The longest path is n steps along the first layer plus one step for
-# each of the layers - 1 layers above it.
+# each of the layers - 1 layers above it. (PyTorch's nn.RNN runs the stack layer by layer,
+# a chain of n * layers; the question asks what the dependencies allow.)
 def rnn_chain(n, layers):
     return n + layers - 1
 

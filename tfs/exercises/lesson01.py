@@ -69,9 +69,10 @@ def rnn_chain(fn):
             continue
         if got == n * layers:
             raise Mistake(
-                f"{got} for {what} runs every step of every layer one after another; but layer 2 "
-                "can start its step 1 as soon as layer 1 has finished ITS step 1: the layers run "
-                "as a diagonal wave"
+                f"{got} for {what} is the chain nn.RNN runs (layer by layer, as matmul_log "
+                "shows), but the question asks what the steps need: layer 2 can start its step 1 "
+                "as soon as layer 1 has finished ITS step 1, so the layers can run as a diagonal "
+                "wave"
             )
         if got == n:
             raise Mistake(
