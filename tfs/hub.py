@@ -30,7 +30,9 @@ The lesson's code is the same in both worlds:
     path = hf_hub_download("openai-community/gpt2", "config.json")
     size = file_size("Helsinki-NLP/opus-mt-en-ru", "pytorch_model.bin")
 
-The shipped data is found in TFS_DATA_DIR if set, else in the checkout's `data/`.
+The shipped data is found in TFS_DATA_DIR if set, else in the checkout's `data/`, else in
+the copy of `data/` installed with tfs (`tfs/_data`: pyproject.toml puts every file of
+`data/` into the package, so a lesson opened on Colab or Kaggle finds it without a checkout).
 """
 
 from __future__ import annotations
@@ -43,12 +45,21 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from tfs import INSTALL_URL
+
 DEFAULT_ENDPOINT = "https://huggingface.co"
 #: How long the one reachability check may take, in seconds.
 PROBE_TIMEOUT_S = 2.0
 #: The revision the shipped cache stores every file under (refs/main holds it).
 SHIPPED_REVISION = "0" * 40
+#: How to restore a file of the checkout's data/ (`restore_hint()` says it for any data folder).
 RESTORE = "restore it with `git checkout -- data/` in the course's folder (or clone it again)"
+#: Reinstalling what a lesson's set-up cell installs restores the data installed with tfs.
+REINSTALL = (
+    f'restore it by reinstalling tfs: pip install --force-reinstall --no-deps "{INSTALL_URL}"'
+)
+#: The folder, inside the installed package, that holds the copy of data/ (pyproject.toml).
+INSTALLED_DATA = "_data"
 
 COURSE_TOKENIZER = ("xmarva/tfs-bpe-en-ru-16k", "tokenizer.json")
 COURSE_DATASET = "xmarva/tfs-tatoeba-en-ru"
@@ -69,18 +80,25 @@ STAND_INS = {
         f"data/{split}.parquet": f"corpus/{split}.parquet" for split in SPLITS
     },
 }
+#: Real models whose weights the course does not ship, and the folder of data/ holding the
+#: course's own model that stands in for them offline (tfs.marian.marian_folder): not a copy,
+#: a much smaller model of the same kind under its own name.
+STAND_IN_MODELS = {"Helsinki-NLP/opus-mt-en-ru": "tfs_translator_en_ru"}
 #: Every Hub file a lesson asks for, (repo_type, repo_id) -> file names; all are served offline.
 SHIPPED_FILES = COPIED_FILES | {repo: tuple(files) for repo, files in STAND_INS.items()}
 
 SOURCE_LINES = {
     "online": "Hub files: downloaded from the Hugging Face Hub",
-    "offline": "Hub files: offline ({why}); the models' configs are copies shipped in data/hub",
+    "offline": "Hub files: offline ({why}); the models' configs are copies that come with the course",
 }
 STAND_IN_LINES = {
     COURSE_DATASET: "offline: the course's own hand-written corpus ({size:,} pairs) stands in "
     "for " + COURSE_DATASET,
     COURSE_TOKENIZER[0]: "offline: the course's own tokenizer ({size:,} tokens, trained on its "
     "hand-written corpus) stands in for " + COURSE_TOKENIZER[0],
+    "Helsinki-NLP/opus-mt-en-ru": "offline: the course's own translator ({size:,} parameters, "
+    "trained on its generated corpus, data/tfs_translator_en_ru) stands in for "
+    "Helsinki-NLP/opus-mt-en-ru's weights",
 }
 
 
@@ -100,18 +118,42 @@ _announced: set[str] = set()  # the stand-ins whose line was printed in this pro
 
 
 def data_dir() -> Path:
-    """The folder with the course's shipped data: TFS_DATA_DIR, else the checkout's data/."""
+    """The folder with the course's shipped data.
+
+    TFS_DATA_DIR if set; else the checkout's data/ when tfs is imported from a clone of the
+    course; else the copy of data/ installed with tfs (tfs/_data), as on Colab and Kaggle.
+    """
     if os.environ.get("TFS_DATA_DIR"):
         return Path(os.environ["TFS_DATA_DIR"])
     from tfs.env import repo_root  # imported here: tfs.env imports torch
 
     root = repo_root()
-    if root is None:
+    if root is not None:
+        return root / "data"
+    installed = installed_data_dir()
+    if not installed.is_dir():
         raise HubFileMissing(
-            "the shipped data is not available: tfs was installed without the course's "
-            "checkout. Clone the course (or set TFS_DATA_DIR to its data/ folder)."
+            f"the shipped data is not available: tfs runs without the course's checkout, and "
+            f"the copy of data/ installed with it ({installed}) is missing; {REINSTALL}, or "
+            "clone the course (or set TFS_DATA_DIR to its data/ folder)"
         )
-    return root / "data"
+    return installed
+
+
+def installed_data_dir() -> Path:
+    """Where an installed tfs keeps its copy of data/: the folder tfs/_data of the package."""
+    return Path(__file__).resolve().parent / INSTALLED_DATA
+
+
+def restore_hint() -> str:
+    """How to restore a missing or damaged shipped file, for where the data comes from now:
+    `git checkout -- data/` in a checkout, reinstalling tfs when it was installed with its
+    data, and that copied again when TFS_DATA_DIR points at a copy of data/."""
+    if os.environ.get("TFS_DATA_DIR"):
+        return f"{RESTORE}, then copy its data/ to TFS_DATA_DIR ({os.environ['TFS_DATA_DIR']})"
+    from tfs.env import repo_root
+
+    return RESTORE if repo_root() is not None else REINSTALL
 
 
 def shipped_cache() -> Path:
@@ -173,7 +215,7 @@ def source() -> str:
     global _source
     if _source is None:
         if offline_requested():
-            _source, why = "offline", "HF_HUB_OFFLINE is set"
+            _source, why = "offline", "the environment asks for offline use"
         elif hub_reachable():
             _source, why = "online", ""
         else:
@@ -255,12 +297,17 @@ def _into_shipped_cache(path) -> bool:
     return True
 
 
+def _missing(path) -> HubFileMissing:
+    """The error for a shipped file that is not there: it names the file and how to restore it."""
+    return HubFileMissing(f"the shipped file {path} is missing; {restore_hint()}")
+
+
 def _corrupt(path, problem) -> HubFileCorrupt:
     """The error for a file that exists but cannot be read."""
     text = str(problem).strip()
     problem = text.splitlines()[0] if text else type(problem).__name__
     if _into_shipped_cache(path):
-        return HubFileCorrupt(f"the shipped file {path} is damaged ({problem}); {RESTORE}")
+        return HubFileCorrupt(f"the shipped file {path} is damaged ({problem}); {restore_hint()}")
     return HubFileCorrupt(
         f"the downloaded file {path} is damaged ({problem}); delete it and run again, "
         "or call hf_hub_download(..., force_download=True)"
@@ -330,13 +377,13 @@ def _shipped_file(repo_id: str, filename: str, repo_type: str, revision=None) ->
     stand_in = stand_in_path(repo_id, filename, repo_type)
     if stand_in is not None:
         if not stand_in.is_file():
-            raise HubFileMissing(f"the shipped file {stand_in} is missing; {RESTORE}")
+            raise _missing(stand_in)
         _check_readable(stand_in)
         _announce(repo_id)
         return stand_in
     cache = shipped_cache()
     if not cache.is_dir():
-        raise HubFileMissing(f"the shipped Hub cache {cache} is missing; {RESTORE}")
+        raise HubFileMissing(f"the shipped Hub cache {cache} is missing; {restore_hint()}")
     try:
         path = huggingface_hub.hf_hub_download(
             repo_id,
@@ -350,7 +397,7 @@ def _shipped_file(repo_id: str, filename: str, repo_type: str, revision=None) ->
         folder = cache / f"{repo_type}s--{repo_id.replace('/', '--')}"
         ref = folder / "refs" / "main"
         missing = ref if not ref.is_file() else folder / "snapshots" / SHIPPED_REVISION / filename
-        raise HubFileMissing(f"the shipped file {missing} is missing; {RESTORE}") from None
+        raise _missing(missing) from None
     _check_readable(Path(path))
     return Path(path)
 
@@ -370,7 +417,7 @@ def _announce(repo_id: str) -> None:
                 size += pq.read_metadata(path).num_rows
             except Exception as error:  # pyarrow's errors are not for the reader
                 if not path.is_file():
-                    raise HubFileMissing(f"the shipped file {path} is missing; {RESTORE}") from None
+                    raise _missing(path) from None
                 raise _corrupt(path, error) from None
     else:
         from tokenizers import Tokenizer
@@ -424,7 +471,7 @@ def _recorded_sizes() -> dict:
     """{repo_id: {filename: bytes}} from data/hub/file_sizes.json."""
     path = shipped_cache() / "file_sizes.json"
     if not path.is_file():
-        raise HubFileMissing(f"the shipped file {path} is missing; {RESTORE}")
+        raise _missing(path)
     try:
         sizes = json.loads(path.read_text(encoding="utf-8"))["sizes"]
         numbers = [n for files in sizes.values() for n in files.values()]
