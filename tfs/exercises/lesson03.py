@@ -25,6 +25,7 @@ import torch.nn.functional as F
 import tfs.decoding
 import tfs.model
 from tfs.exercises._core import Mistake, a_tensor, call, close, exercise, solution_url
+from tfs.exercises._core import matches as _matches
 
 SOLUTIONS = solution_url("03")
 
@@ -127,14 +128,6 @@ def decoder_only_parameters(fn):
             "and two LayerNorms; then the tied embedding, the positions and one final LayerNorm"
         )
     return f"GPT-2 small has {_gpt2_count(*GPT2_SMALL):,} parameters; 3 more configurations match"
-
-
-def _matches(got, want):
-    try:
-        close(got, want, "x", atol=1e-4)
-    except Mistake:
-        return False
-    return True
 
 
 # ---------------------------------------------------------------------------------------------
