@@ -1,8 +1,7 @@
 """Reference solutions for the exercises of lesson 05 (learning to translate).
 
 Open this file only when you are stuck: the checker in the lesson (`check.<name>(...)`)
-tells you what is wrong with your own attempt first. Each function here passes its checker
-(tests/test_exercises_05.py makes sure).
+tells you what is wrong with your own attempt first. Each function here passes its checker.
 """
 
 import math

@@ -338,4 +338,4 @@ def test_lesson_00_runs_whole_outside_the_checkout(installed, tmp_path):
     printed = "".join("".join(output.get("text", "")) for cell in executed["cells"]
                       for output in cell.get("outputs", []))
     assert "installed from a wheel" in printed  # the set-up cell's line: not the checkout
-    assert "from the course's checkout" not in printed
+    assert "from your copy of the course" not in printed

@@ -253,7 +253,7 @@ def test_precision_rejects_bad_devices(monkeypatch):
 
 
 def test_about_names_the_checkout_when_imported_from_one():
-    assert env.about() == f"tfs {tfs.__version__} from the course's checkout"
+    assert env.about() == f"tfs {tfs.__version__} from your copy of the course"
 
 
 @pytest.mark.parametrize(

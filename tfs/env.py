@@ -205,14 +205,14 @@ def repo_root() -> Path | None:
 def about() -> str:
     """One line for a lesson's set-up cell: which `tfs` it imports, and where it comes from.
 
-    "from the course's checkout" when `tfs` is imported from a clone of the course (its
+    "from your copy of the course" when `tfs` is imported from a clone of the course (its
     data is the checkout's data/); otherwise how pip installed it: from git (with the
     commit), from a wheel or a folder, as the package's install record says.
     """
     from tfs import __version__
 
     if repo_root() is not None:
-        return f"tfs {__version__} from the course's checkout"
+        return f"tfs {__version__} from your copy of the course"
     try:
         record = metadata.distribution("tfs").read_text("direct_url.json")
     except metadata.PackageNotFoundError:
