@@ -4,13 +4,13 @@ In the lesson::
 
     from tfs.exercises import lesson07 as check
 
-    check.rms_norm(my_rms_norm)             # section 2: RMSNorm
     check.rotate(my_rotate)                 # section 4: one vector turned, halves layout
-    check.repeat_kv(my_repeat_kv)           # section 6: key/value heads for their groups
-    check.clinic_rope_values(fixed)         # the bug clinic: RoPE applied to the values
+    check.pool_kv_heads(my_pool_kv_heads)   # section 6: multi-head into grouped-query weights
+    check.balance_loss(my_balance_loss)     # section 7: the Switch Transformer's balance loss
+    check.clinic_rope(fixed)                # the bug clinic: RoPE in the wrong place
 
 Every checker runs the answer on inputs of its own and compares it with the reference in
-`tfs.model` (RMSNorm, apply_rotary, repeat_kv). The reference answers are in
+`tfs.model` (apply_rotary, MultiHeadAttention, MixtureOfExperts). The reference answers are in
 `solutions/lesson07.py` (`SOLUTIONS`).
 """
 
@@ -21,44 +21,20 @@ import math
 import torch
 
 from tfs import model as reference
-from tfs.exercises._core import Mistake, call, close, exercise, same_shape, solution_url
+from tfs.exercises._core import (
+    Mistake,
+    call,
+    close,
+    exercise,
+    matches,
+    number,
+    same_shape,
+    solution_url,
+)
 
 SOLUTIONS = solution_url("07")
 
-__all__ = ["SOLUTIONS", "clinic_rope_values", "repeat_kv", "rms_norm", "rotate"]
-
-
-def _rms_reference(x, weight, eps):
-    norm = reference.RMSNorm(x.shape[-1], eps)
-    with torch.no_grad():
-        norm.weight.copy_(weight)
-        return norm(x)
-
-
-@exercise
-def rms_norm(fn):
-    """fn(x, weight, eps) -> x / sqrt(mean(x^2, last dim) + eps) * weight."""
-    g = torch.Generator().manual_seed(7)
-    x = torch.randn(2, 3, 8, generator=g) * 2 + 1.5  # a mean far from 0: LayerNorm differs
-    weight = torch.rand(8, generator=g) + 0.5
-    got = call(fn, x, weight, 1e-5, what="x (2, 3, 8), weight (8,), eps 1e-5")
-    same_shape(got, x.shape, "your output")
-    centred = x - x.mean(-1, keepdim=True)
-    as_layer_norm = centred / torch.sqrt(centred.pow(2).mean(-1, keepdim=True) + 1e-5) * weight
-    if torch.allclose(torch.as_tensor(got).float(), as_layer_norm, atol=1e-4):
-        raise Mistake("you subtracted the mean: that is LayerNorm; RMSNorm divides x itself "
-                      "by its root mean square")
-    unweighted = _rms_reference(x, torch.ones(8), 1e-5)
-    if torch.allclose(torch.as_tensor(got).float(), unweighted, atol=1e-5):
-        raise Mistake("the result is not multiplied by `weight`")
-    close(got, _rms_reference(x, weight, 1e-5), "your output",
-          hint="the mean of x squared over the last dimension (d_model), plus eps, under "
-               "the square root")
-    tiny = torch.full((1, 4), 1e-3)
-    got = call(fn, tiny, torch.ones(4), 1e-2, what="x = 0.001 everywhere, eps 0.01")
-    close(got, _rms_reference(tiny, torch.ones(4), 1e-2), "your output for a tiny x",
-          atol=1e-6, hint="eps goes inside the square root, added to the mean square")
-    return "equal to tfs.model.RMSNorm and torch.nn.RMSNorm"
+__all__ = ["SOLUTIONS", "balance_loss", "clinic_rope", "pool_kv_heads", "rotate"]
 
 
 def _rotate_reference(x, position, base):
@@ -93,19 +69,63 @@ def rotate(fn):
     return "equal to tfs.model.apply_rotary (halves), positions 0, 5 and 37"
 
 
+def _pool_reference(weight, n_heads, n_kv_heads):
+    d_k = weight.shape[0] // n_heads
+    return weight.unflatten(0, (n_kv_heads, n_heads // n_kv_heads, d_k)).mean(1).flatten(0, 1)
+
+
 @exercise
-def repeat_kv(fn):
-    """fn(x (B, h_kv, T, d_k), groups) -> (B, h_kv * groups, T, d_k), head j = x[:, j // groups]."""
+def pool_kv_heads(fn):
+    """fn(weight (h * d_k, d_model), n_heads, n_kv_heads) -> (h_kv * d_k, d_model): each group
+    of n_heads / n_kv_heads consecutive key (or value) heads replaced by their mean."""
     g = torch.Generator().manual_seed(5)
-    x = torch.randn(2, 3, 4, 5, generator=g)
-    got = call(fn, x, 2, what="x (2, 3, 4, 5), groups 2")
-    same_shape(got, (2, 6, 4, 5), "your output")
-    if torch.equal(torch.as_tensor(got), x.repeat(1, 2, 1, 1)):
-        raise Mistake("your heads are tiled (0, 1, 2, 0, 1, 2): query head j must read key/value "
-                      "head j // groups (0, 0, 1, 1, 2, 2), as the groups are consecutive")
-    close(got, reference.repeat_kv(x, 2), "your output")
-    close(call(fn, x, 1, what="groups 1"), x, "your output for groups = 1")
-    return "equal to tfs.model.repeat_kv and transformers' repeat_kv"
+    weight = torch.randn(6 * 2, 5, generator=g)  # 6 heads of d_k = 2, d_model = 5
+    got = call(fn, weight, 6, 3, what="weight (12, 5), 6 heads, 3 key/value heads")
+    same_shape(got, (3 * 2, 5), "your output")
+    heads = weight.unflatten(0, (6, 2))  # (h, d_k, d_model)
+    if matches(got, heads.unflatten(0, (2, 3)).mean(0).flatten(0, 1)):
+        raise Mistake("you averaged heads 0, 3 / 1, 4 / 2, 5: a group is consecutive heads "
+                      "(0, 1 / 2, 3 / 4, 5), the ones that repeat_kv gives the same key/value "
+                      "head")
+    if matches(got, heads[::2].flatten(0, 1)):
+        raise Mistake("you kept the first head of each group: Ainslie et al. average them")
+    close(got, _pool_reference(weight, 6, 3), "your output",
+          hint="unflatten the rows into (h_kv, h / h_kv, d_k), average over the group")
+    mha = reference.MultiHeadAttention(16, 4)  # the layer's own w_k: 4 heads of d_k = 4
+    close(call(fn, mha.w_k.weight.detach(), 4, 1, what="an attention's w_k, 4 heads into 1"),
+          mha.w_k.weight.detach().unflatten(0, (4, 4)).mean(0), "your output for one group")
+    close(call(fn, weight, 6, 6, what="6 heads into 6"), weight, "your output for n_kv_heads = h")
+    return "each group of consecutive heads averaged, as in Ainslie et al.'s conversion"
+
+
+@exercise
+def balance_loss(fn):
+    """fn(probs (N, E), chosen (N, k)) -> E * sum_e f_e P_e, the Switch Transformer's loss."""
+    torch.manual_seed(13)
+    moe = reference.MixtureOfExperts(8, 16, n_experts=4, top_k=2)
+    x = torch.randn(3, 5, 8)
+    with torch.no_grad():
+        moe(x)
+        probs = moe.router(x.reshape(-1, 8)).softmax(dim=-1)  # (15, 4)
+    chosen = probs.topk(2, dim=-1).indices  # (15, 2)
+    got = number(call(fn, probs, chosen, what="probs (15, 4), chosen (15, 2)"), "your loss")
+    want = moe.balance_loss.item()
+    if math.isclose(got, 2 * want, rel_tol=1e-4):
+        raise Mistake("your f_e sum to k = 2: f_e is the share of the N * k routing slots, "
+                      "not of the N tokens")
+    if math.isclose(got, want / 4, rel_tol=1e-4):
+        raise Mistake("multiply by the number of experts E, so that an even load gives 1")
+    if not math.isclose(got, want, rel_tol=1e-4, abs_tol=1e-6):
+        raise Mistake(f"your loss is {got:.4f}; tfs.model.MixtureOfExperts gives {want:.4f} "
+                      "for the same router: f_e = share of slots sent to e, P_e = mean of "
+                      "probs[:, e]")
+    even = torch.full((8, 4), 0.25)
+    spread = torch.tensor([[0, 1], [2, 3]] * 4)
+    got = number(call(fn, even, spread, what="an even load: probs 1/4, every expert twice"),
+                 "your loss for an even load")
+    if not math.isclose(got, 1.0, rel_tol=1e-4):
+        raise Mistake(f"an even load should give 1; yours gives {got:.4f}")
+    return "equal to tfs.model.MixtureOfExperts.balance_loss; an even load gives 1"
 
 
 def _rope_attention_reference(q, k, v, cos, sin):
@@ -115,7 +135,7 @@ def _rope_attention_reference(q, k, v, cos, sin):
 
 
 @exercise
-def clinic_rope_values(fn):
+def clinic_rope(fn):
     """The fixed rope_attention(q, k, v, cos, sin): queries and keys turned, values not."""
     g = torch.Generator().manual_seed(11)
     q, k, v = (torch.randn(1, 2, 6, 8, generator=g) for _ in range(3))
