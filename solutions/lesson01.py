@@ -32,7 +32,7 @@ def gru_crossover(d):
     return d
 
 
-# Section 5, the bug clinic: the planted bug stored the new state in `state` while the next
+# Section 2, the bug clinic: the planted bug stored the new state in `state` while the next
 # step reads `s`, which stayed 0, so every step forgot everything before it. Write the new
 # state back into `s`.
 def clinic_rnn_state(x, W_ih, W_hh):

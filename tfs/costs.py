@@ -82,9 +82,9 @@ def _tensors_in(value) -> list[torch.Tensor]:
 class MatmulLog(TorchDispatchMode):
     """The matrix products run inside a `with MatmulLog() as log:` block, and their chain.
 
-    Every tensor created inside the block is labelled with the number of products that had
-    to finish before it could exist: a product gets one more than the largest label among
-    its inputs, any other operation passes the largest label on. `log.products` lists each
+    Every tensor created inside the block is labelled with its depth, the length of the
+    longest chain of products behind it: a product gets one more than the largest label
+    among its inputs, any other operation passes the largest label on. `log.products` lists each
     product as (operator, input shapes, label); `log.chain` is the largest label, the
     longest chain of products that must run one after another. Products whose labels do
     not depend on each other could run at the same time.

@@ -7,7 +7,7 @@ In the lesson::
     check.rnn_chain(my_rnn_chain)                      # section 1: steps one after another
     check.attention_layer_flops(my_flops)              # section 5: the formula of a layer
     check.gru_crossover(my_crossover)                  # section 5: where attention costs more
-    check.clinic_rnn_state(my_rnn_layer)               # section 5, the bug clinic
+    check.clinic_rnn_state(my_rnn_layer)               # section 2, the bug clinic
 
 Every checker runs the answer on inputs of its own (length 1, one layer, a batch of 1, odd
 widths) and compares it with the reference: counts of a dependency graph, PyTorch's own FLOP
@@ -207,7 +207,7 @@ def gru_crossover(fn):
 
 
 # ---------------------------------------------------------------------------------------------
-# section 5, the bug clinic: an explicit RNN layer that forgets
+# section 2, the bug clinic: an explicit RNN layer that forgets
 
 
 def gradient_by_distance(rnn_layer, x, W_ih, W_hh):
