@@ -285,3 +285,14 @@ def test_bad_input_is_named(shipped):
         bpe.decode([5, 99_999], tok)
     with pytest.raises(ValueError, match=r"between 100 \(no merge\)"):
         bpe.truncate(tok, 50)
+
+
+def test_cl100k_base_is_tiktoken_s_recipe_fed_the_shipped_file():
+    download = openai_public.load_tiktoken_bpe
+    encoding = bpe.cl100k_base()
+    assert openai_public.load_tiktoken_bpe is download  # put back afterwards
+    assert encoding._pat_str == bpe.CL100K_PATTERN
+    assert encoding._special_tokens == bpe.CL100K_SPECIAL_TOKENS
+    assert encoding.encode("Исследовательница сказала") == encoding.encode(
+        "Исследовательница сказала")
+    assert encoding.n_vocab == 100_277

@@ -479,10 +479,12 @@ def cl100k_path() -> Path:
 
 
 def cl100k_base():
-    """OpenAI's cl100k_base (GPT-4's tokenizer) as a `tiktoken.Encoding`, read from the
-    shipped copy when there is one (its sha256 checked), else downloaded by tiktoken."""
+    """OpenAI's cl100k_base (GPT-4's tokenizer) as a `tiktoken.Encoding`, built by tiktoken's
+    own recipe (`tiktoken_ext.openai_public`: its regex, its special tokens, its sha256 of the
+    rank file), fed the shipped copy of the rank file when there is one; else downloaded by
+    tiktoken. Nothing of it comes from this module's copies (`CL100K_PATTERN`, ...)."""
     import tiktoken
-    from tiktoken.load import load_tiktoken_bpe
+    from tiktoken_ext import openai_public
 
     from tfs.hub import HubFileMissing
 
@@ -492,9 +494,17 @@ def cl100k_base():
         path = None
     if path is None or not path.is_file():
         return tiktoken.get_encoding("cl100k_base")
-    ranks = load_tiktoken_bpe(str(path), expected_hash=CL100K_SHA256)
-    return tiktoken.Encoding(name="cl100k_base", pat_str=CL100K_PATTERN, mergeable_ranks=ranks,
-                             special_tokens=CL100K_SPECIAL_TOKENS)
+    download = openai_public.load_tiktoken_bpe
+
+    def shipped(url, expected_hash=None):  # the recipe's download, read from the copy instead
+        return download(str(path), expected_hash=expected_hash)
+
+    openai_public.load_tiktoken_bpe = shipped
+    try:
+        recipe = openai_public.cl100k_base()
+    finally:
+        openai_public.load_tiktoken_bpe = download
+    return tiktoken.Encoding(**recipe)
 
 
 # ----------------------------------------------- the course's tokenizers, by the library
