@@ -215,6 +215,19 @@ def test_kinds_and_norm_positions():
     assert "same E" not in texts(bert)
 
 
+def test_a_shared_vocabulary_ties_the_encoders_embedding_too():
+    def lines(fig, gid):
+        return [line for line in fig.axes[0].lines if line.get_gid() == gid]
+
+    one = viz.architecture()
+    assert len(lines(one, "tie")) == 1 and not lines(one, "shared_embedding")
+    assert texts(one).count("same E") == 1
+    shared = viz.architecture(shared_vocab=True, d_model=512, n_heads=8, d_ff=2048)
+    assert len(lines(shared, "shared_embedding")) == 1 and texts(shared).count("same E") == 2
+    assert_readable(shared)
+    assert not lines(viz.architecture(shared_vocab=True, tied=False), "shared_embedding")
+
+
 def test_sizes_are_written_on_the_blocks():
     fig = viz.architecture(d_model=512, n_heads=8, d_ff=2048, vocab_size=62518)
     words = " | ".join(texts(fig))
@@ -241,6 +254,7 @@ def test_architecture_is_readable(kind, norm):
         (dict(kind="gpt"), ValueError),
         (dict(norm="middle"), ValueError),
         (dict(tied="yes"), TypeError),
+        (dict(shared_vocab=1), TypeError),
         (dict(d_model=-512), ValueError),
         (dict(vocab_size="50k"), TypeError),
         (dict(title=["a"]), TypeError),

@@ -682,6 +682,7 @@ def architecture(
     kind: str = "encoder-decoder",
     norm: str = "post",
     tied: bool = True,
+    shared_vocab: bool = False,
     d_model: int | None = None,
     n_heads: int | None = None,
     d_ff: int | None = None,
@@ -706,6 +707,9 @@ def architecture(
                 encoder, no cross-attention) or "encoder-only" (BERT).
     norm:       "post" (the original: Add & Norm after each sub-layer) or
                 "pre" (Norm before each sub-layer, a final Norm on top).
+    shared_vocab: with `tied` and an encoder-decoder, one vocabulary for both
+                languages: the encoder's embedding is the same E too, drawn joined
+                to the decoder's by a second dashed "same E" line.
     d_model, n_heads, d_ff, vocab_size: when given, written on the blocks.
     """
     from matplotlib.lines import Line2D
@@ -718,6 +722,8 @@ def architecture(
         raise ValueError(f"norm must be 'post' or 'pre', got {norm!r}")
     if not isinstance(tied, bool):
         raise TypeError(f"tied must be True or False, got {tied!r}")
+    if not isinstance(shared_vocab, bool):
+        raise TypeError(f"shared_vocab must be True or False, got {shared_vocab!r}")
     d_model, n_heads = _check_size(d_model, "d_model"), _check_size(n_heads, "n_heads")
     d_ff, vocab_size = _check_size(d_ff, "d_ff"), _check_size(vocab_size, "vocab_size")
     _check_title(title)
@@ -931,6 +937,15 @@ def architecture(
                 ax.text(tie_x + 0.07, (y_emb + y_linear) / 2, "same E", rotation=90,
                         ha="left", va="center", fontsize=fontsize, color=COLORS["data"],
                         alpha=tie.get_alpha())
+    if tied and shared_vocab and two_stacks:  # one vocabulary: the encoder's E is the same E
+        left, right = x_of["encoder"] + block_w / 2, x_of["decoder"] - block_w / 2
+        alpha = 1.0 if strong("embedding") else 0.4
+        shared = Line2D([left, right], [y_emb, y_emb], color=COLORS["data"], linewidth=1.1,
+                        linestyle=(0, (4, 3)), zorder=2, alpha=alpha)
+        shared.set_gid("shared_embedding")
+        ax.add_line(shared)
+        ax.text((left + right) / 2, y_emb + 0.06, "same E", ha="center", va="bottom",
+                fontsize=fontsize, color=COLORS["data"], alpha=alpha)
     # the encoder's output (the memory) goes to every decoder layer's cross-attention
     if two_stacks:
         xe, xd = x_of["encoder"], x_of["decoder"]
