@@ -606,8 +606,8 @@ def test_online_downloads_from_the_hub_into_the_user_cache(tmp_path, fake_hub):
 # --- the course's own translator, standing in for opus-mt-en-ru's weights offline -------------
 
 TRANSLATOR_LINE = (
-    "offline: the course's own translator ({:,} parameters, trained on its generated corpus, "
-    "data/tfs_translator_en_ru) stands in for Helsinki-NLP/opus-mt-en-ru's weights"
+    "offline: the course's own translator ({:,} parameters, trained on its generated corpus) "
+    "stands in for Helsinki-NLP/opus-mt-en-ru's weights"
 )
 
 

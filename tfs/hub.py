@@ -98,7 +98,7 @@ STAND_IN_LINES = {
     COURSE_TOKENIZER[0]: "offline: the course's own tokenizer ({size:,} tokens, trained on its "
     "hand-written corpus) stands in for " + COURSE_TOKENIZER[0],
     "Helsinki-NLP/opus-mt-en-ru": "offline: the course's own translator ({size:,} parameters, "
-    "trained on its generated corpus, data/tfs_translator_en_ru) stands in for "
+    "trained on its generated corpus) stands in for "
     "Helsinki-NLP/opus-mt-en-ru's weights",
 }
 
