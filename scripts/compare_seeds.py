@@ -38,7 +38,7 @@ MAX_TOKENS = 3000
 D_MODEL, N_HEADS, D_FF, N_LAYERS, DROPOUT = 128, 4, 256, 2, 0.1
 GRU_EMB, GRU_HID = 128, 256
 PEAK_LR, SMOOTHING, CLIP_NORM = 2e-3, 0.1, 1.0
-EVAL_EVERY = 75
+EVAL_EVERY = TRAIN_STEPS // 9  # as the lesson: nine validations
 SPLITS = ("test_combinations", "test_far", "test_systematic", "test_longer")
 
 
@@ -48,6 +48,8 @@ def arguments(argv=None):
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     p.add_argument("--out", type=Path, default=None,
                    help="folder for the two tables (default: the corpus's folder)")
+    p.add_argument("--append", action="store_true",
+                   help="keep the runs of other seeds already in seed_runs.tsv")
     return p.parse_args(argv)
 
 
@@ -108,6 +110,11 @@ def main(argv=None):
             print(f"seed {seed}, {name}: {seconds:.0f} s; " + ", ".join(
                 f"{k} {v:.1f}" for s, n, k, v in runs if s == seed and n == name), flush=True)
 
+    if args.append and (out / "seed_runs.tsv").exists():
+        with open(out / "seed_runs.tsv", encoding="utf-8") as f:
+            kept = [(int(r["seed"]), r["model"], r["score"], float(r["value"]))
+                    for r in csv.DictReader(f, delimiter="\t") if int(r["seed"]) not in args.seeds]
+        runs = kept + runs
     with open(out / "seed_runs.tsv", "w", encoding="utf-8", newline="") as f:
         w = csv.writer(f, delimiter="\t", lineterminator="\n")
         w.writerow(["seed", "model", "score", "value"])

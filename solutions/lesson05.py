@@ -4,7 +4,6 @@ Open this file only when you are stuck: the checker in the lesson (`check.<name>
 tells you what is wrong with your own attempt first. Each function here passes its checker.
 """
 
-import math
 
 import torch
 import torch.nn.functional as F
@@ -26,15 +25,6 @@ def token_budget_batches(lengths, max_tokens):
         longest_src, longest_tgt = grown_src, grown_tgt
     batches.append(current)
     return batches
-
-
-# Section 3: linear warm-up to the peak at step warmup_steps - 1, then a cosine from the
-# peak down to 0 at total_steps.
-def warmup_cosine(step, peak_lr, warmup_steps, total_steps):
-    if step < warmup_steps:
-        return peak_lr * (step + 1) / warmup_steps
-    progress = (step - warmup_steps) / (total_steps - warmup_steps)
-    return peak_lr * 0.5 * (1 + math.cos(math.pi * progress))
 
 
 # Section 3, the bug clinic: F.cross_entropy averaged over EVERY position, the <pad> ones

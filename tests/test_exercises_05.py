@@ -63,37 +63,6 @@ def test_token_budget_batches_mistakes(answer, phrase):
     assert verdict.status == "wrong" and phrase in verdict.message, verdict.message
 
 
-def no_warmup(step, peak_lr, warmup_steps, total_steps):
-    return peak_lr * 0.5 * (1 + math.cos(math.pi * step / total_steps))
-
-
-def starts_at_zero(step, peak_lr, warmup_steps, total_steps):
-    if step < warmup_steps:
-        return peak_lr * step / warmup_steps
-    return solutions.warmup_cosine(step, peak_lr, warmup_steps, total_steps)
-
-
-def no_decay(step, peak_lr, warmup_steps, total_steps):
-    return peak_lr * min(1.0, (step + 1) / warmup_steps)
-
-
-def linear_decay(step, peak_lr, warmup_steps, total_steps):
-    if step < warmup_steps:
-        return peak_lr * (step + 1) / warmup_steps
-    return peak_lr * (1 - (step - warmup_steps) / (total_steps - warmup_steps))
-
-
-@pytest.mark.parametrize("answer, phrase", [
-    (no_warmup, "no warm-up"),
-    (starts_at_zero, "learns nothing"),
-    (no_decay, "decay to (almost) 0"),
-    (linear_decay, "cos"),
-])
-def test_warmup_cosine_mistakes(answer, phrase):
-    verdict = check.warmup_cosine.verdict(answer)
-    assert verdict.status == "wrong" and phrase in verdict.message, verdict.message
-
-
 def test_clinic_the_bug_shows_its_symptom_and_the_fix_removes_it():
     alone, padded = check.padding_symptom(check.loss_with_a_bug)
     assert not math.isclose(alone, padded, rel_tol=1e-3)  # the symptom

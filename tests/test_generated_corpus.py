@@ -27,8 +27,8 @@ spec.loader.exec_module(build_corpus)
 COURSE = ("The researcher said she was exhausted.", "Исследовательница сказала, что вымоталась.")
 TWIN = ("The researcher said he was exhausted.", "Исследователь сказал, что вымотался.")
 FILES = [f"{split}.tsv" for split in data.ALL_SPLITS] + ["tokenizer.json", "CARD.md", "LICENSE"]
-# written by hand, not by the build: the everyday sentences
-EXTRA = ["everyday.tsv"]
+# not made by the build: the everyday sentences (by hand), the seed runs (compare_seeds.py)
+EXTRA = ["everyday.tsv", "seed_runs.tsv", "seed_table.tsv"]
 
 
 @pytest.fixture(scope="module")

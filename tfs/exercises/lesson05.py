@@ -5,7 +5,6 @@ In the lesson::
     from tfs.exercises import lesson05 as check
 
     check.token_budget_batches(my_batches)   # section 2, batches by length under a budget
-    check.warmup_cosine(my_learning_rate)    # section 3, the schedule
     check.clinic_padding_loss(fixed_loss)    # section 3, the bug clinic: <pad> in the loss
     check.label_smoothing_loss(my_loss)      # section 3, the paper's smoothed loss
     check.ddp_loss(my_ddp_loss)              # section 8, one process's share of the loss
@@ -35,7 +34,6 @@ __all__ = [
     "label_smoothing_loss",
     "loss_with_a_bug",
     "token_budget_batches",
-    "warmup_cosine",
 ]
 
 PAD = 0
@@ -85,39 +83,6 @@ def token_budget_batches(answer):
             raise Mistake(f"{share:.0%} of your padded tokens are padding (sorted by length: "
                           f"{best:.0%}): sort the sentences by length before cutting batches")
     return "every sentence once, within budget, padding as low as sorting gives, 3 corpora"
-
-
-# ---------------------------------------------------------------------------------------------
-# section 3: the schedule
-
-
-@exercise
-def warmup_cosine(answer):
-    """answer(step, peak_lr, warmup_steps, total_steps) -> the learning rate at `step`."""
-    for peak, warmup, total in ((1e-3, 10, 100), (5e-4, 40, 1000)):
-        got = [number(call(answer, s, peak, warmup, total,
-                           what=f"step={s}, peak_lr={peak}, warmup_steps={warmup}, "
-                                f"total_steps={total}"), f"the learning rate at step {s}")
-               for s in range(total)]
-        want = [reference.learning_rate(s, peak, warmup, total) for s in range(total)]
-        if got[0] == 0:
-            raise Mistake("the learning rate at step 0 is 0, so the first step learns "
-                          "nothing: warm up with (step + 1) / warmup_steps")
-        if math.isclose(got[0], peak):
-            raise Mistake("step 0 already runs at the peak: there is no warm-up")
-        if not math.isclose(got[warmup - 1], peak, rel_tol=1e-6):
-            raise Mistake(f"the warm-up should reach peak_lr at step warmup_steps - 1 = "
-                          f"{warmup - 1}; yours gives {got[warmup - 1]:.3g}")
-        if got[-1] > 0.05 * peak:
-            raise Mistake(f"at the last step the rate is still {got[-1] / peak:.0%} of the "
-                          f"peak: it should decay to (almost) 0")
-        middle = warmup + (total - warmup) // 2
-        if abs(got[middle] - peak / 2) > 0.05 * peak:
-            raise Mistake(f"half-way through the decay the rate should be about half the "
-                          f"peak (cosine); yours is {got[middle] / peak:.0%} of it")
-        close(torch.tensor(got), torch.tensor(want), "your learning rates", atol=1e-9,
-              rtol=1e-5, hint="linear warm-up, then 0.5 * (1 + cos(pi * progress))")
-    return "warm-up and cosine decay match tfs.train.learning_rate at every step, 2 schedules"
 
 
 # ---------------------------------------------------------------------------------------------
