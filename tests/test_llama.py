@@ -37,7 +37,7 @@ def test_converted_model_is_a_llama_block(pair):
     assert isinstance(ours, DecoderOnly)
     layer = ours.layers[0]
     assert isinstance(layer.norm1, RMSNorm) and isinstance(layer.feed_forward, SwiGLU)
-    assert layer.self_attention.n_kv_heads == 1 and layer.self_attention.n_heads == 4
+    assert layer.self_attention.n_kv_heads == 2 and layer.self_attention.n_heads == 8
 
 
 def test_same_parameter_count(pair):

@@ -190,13 +190,14 @@ def generate(model, ids, max_new_tokens, do_sample=False, top_k=None, temperatur
 
 def tiny_llama_config(vocab_size=256, n_layers=2, max_len=256):
     """A `LlamaConfig` with Llama 3.1 8B's shape ratios at d_model = 64: d_ff = 3.5 x d_model
-    (14,336 / 4,096), 4 query heads per key/value head (32 / 8), rotary base 500,000,
-    eps 1e-5, an untied output layer; d_k = 16 (8B: 128), no rotary scaling (8B: "llama3")."""
+    (14,336 / 4,096), 8 query heads and 2 key/value heads, 4 query heads per key/value head
+    (8B: 32 / 8), rotary base 500,000, eps 1e-5, an untied output layer; d_k = 8 (8B: 128),
+    no rotary scaling (8B: "llama3")."""
     from transformers import LlamaConfig
 
     return LlamaConfig(
         vocab_size=vocab_size, hidden_size=64, intermediate_size=224, num_hidden_layers=n_layers,
-        num_attention_heads=4, num_key_value_heads=1, max_position_embeddings=max_len,
+        num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=max_len,
         rms_norm_eps=1e-5, rope_parameters={"rope_type": "default", "rope_theta": 500_000.0},
         tie_word_embeddings=False, bos_token_id=None, eos_token_id=None, pad_token_id=None,
     )
