@@ -20,7 +20,7 @@ def decoder_only_parameters(vocab_size, d_model, d_ff, n_layers, max_len):
     return n_layers * layer + vocab_size * d_model + max_len * d_model + 2 * d_model
 
 
-# Section 5, the bug clinic: the loop read the scores of position 0, the prediction made
+# Section 6, the bug clinic: the loop read the scores of position 0, the prediction made
 # after <bos> alone; with the causal mask, that position never sees the tokens appended
 # after it, so the same token came out at every step. The next token's scores are those of
 # the LAST position, the only one that has read the whole prefix.
@@ -53,7 +53,7 @@ def greedy_until_eos(model, src, max_len):
     return out[:, 1:]  # without <bos>
 
 
-# Section 6: log p(out | src) = Σ_t log p(out_t | out_<t, src), one teacher-forced pass:
+# Section 7: log p(out | src) = Σ_t log p(out_t | out_<t, src), one teacher-forced pass:
 # the decoder reads <bos> + out without its last token, position t is scored on out[t], and
 # the <pad> after <eos> is left out.
 def sequence_log_probability(model, src, out, bos_id):
