@@ -269,6 +269,15 @@ def test_the_source_line_is_printed_once(offline, capsys):
     assert capsys.readouterr().out.splitlines() == [SHIPPED_LINE]
 
 
+def test_the_source_line_can_be_left_to_the_caller(offline, capsys):
+    assert hub.source(announce=False) == "offline"
+    hub.hf_hub_download("deepseek-ai/DeepSeek-V3", "config.json")  # decided: no line now
+    assert capsys.readouterr().out == ""
+    hub.reset_source()
+    hub.source()
+    assert capsys.readouterr().out.splitlines() == [SHIPPED_LINE]
+
+
 @pytest.mark.parametrize("value", ["1", "true", "YES", "on", " On "])
 def test_offline_values_of_hf_hub_offline(monkeypatch, value):
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)

@@ -207,11 +207,12 @@ def hub_reachable(timeout: float = PROBE_TIMEOUT_S) -> bool:
     return bool(answers) and answers[0] < 500
 
 
-def source() -> str:
+def source(announce: bool = True) -> str:
     """Where Hub files come from in this process: "online" or "offline".
 
-    Decided once, at the first call, which also prints one line saying so. Offline
-    also means offline for huggingface_hub itself: HF_HUB_OFFLINE is set for the process.
+    Decided once, at the first call, which also prints one line saying so (unless
+    `announce` is False: a lesson that prints its own line). Offline also means offline
+    for huggingface_hub itself: HF_HUB_OFFLINE is set for the process.
     """
     global _source
     if _source is None:
@@ -223,7 +224,8 @@ def source() -> str:
             _source, why = "offline", "the Hub cannot be reached"
         if _source == "offline":
             _tell_huggingface_hub_offline()
-        print(SOURCE_LINES[_source].format(why=why))
+        if announce:
+            print(SOURCE_LINES[_source].format(why=why))
     return _source
 
 
