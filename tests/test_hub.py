@@ -278,6 +278,12 @@ def test_the_source_line_can_be_left_to_the_caller(offline, capsys):
     assert capsys.readouterr().out.splitlines() == [SHIPPED_LINE]
 
 
+@pytest.mark.parametrize("announce", ["no", 0, None])
+def test_announce_must_be_a_bool(offline, announce):
+    with pytest.raises(TypeError, match="announce must be True or False"):
+        hub.source(announce=announce)
+
+
 @pytest.mark.parametrize("value", ["1", "true", "YES", "on", " On "])
 def test_offline_values_of_hf_hub_offline(monkeypatch, value):
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)

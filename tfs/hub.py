@@ -215,6 +215,8 @@ def source(announce: bool = True) -> str:
     for huggingface_hub itself: HF_HUB_OFFLINE is set for the process.
     """
     global _source
+    if not isinstance(announce, bool):
+        raise TypeError(f"announce must be True or False, got {announce!r}")
     if _source is None:
         if offline_requested():
             _source, why = "offline", "the environment asks for offline use"
