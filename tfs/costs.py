@@ -23,7 +23,11 @@ from torch.utils.flop_counter import FlopCounterMode
 
 
 def count_flops(fn: Callable, *args, **kwargs) -> int:
-    """FLOPs that PyTorch counts while running `fn(*args, **kwargs)` (forward only)."""
+    """FLOPs that PyTorch counts while running `fn(*args, **kwargs)`.
+
+    Everything `fn` runs is counted: a forward pass, or a forward and a backward pass if `fn`
+    calls `.backward()`.
+    """
     if not callable(fn):
         raise TypeError(f"count_flops() needs a function or module to run, got {type(fn).__name__}")
     with FlopCounterMode(display=False) as counter:
