@@ -13,6 +13,8 @@
 #   make course PARAMS="SEED=7"         parameters passed to every lesson (papermill -p)
 #   make execute NB=notebooks/02_building_blocks.ipynb   re-execute a lesson in place
 #   make test JOBS=1                    the tests in one process (default: two, see below)
+#   make test CPU=avx2                  PyTorch, MKL and oneDNN held to their AVX2 kernels, as on
+#                                       an older CPU (stored outputs must not depend on it)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -27,6 +29,14 @@ HOLD   ?=
 # (--dist loadfile), computing on one thread (its stored outputs hold at any thread count).
 JOBS   ?= 2
 PARALLEL := $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadfile)
+CPU    ?=
+ifeq ($(CPU),avx2)
+export ATEN_CPU_CAPABILITY := avx2
+export MKL_ENABLE_INSTRUCTIONS := AVX2
+export ONEDNN_MAX_CPU_ISA := AVX2
+else ifneq ($(CPU),)
+$(error CPU=$(CPU): only CPU=avx2 is known)
+endif
 
 # Every run the course makes is headless: no progress bars in stored outputs,
 # and the Hugging Face Hub is never contacted during tests.
