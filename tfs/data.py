@@ -100,7 +100,7 @@ def _read(name: str, columns: tuple[str, ...]) -> list[dict]:
 
 
 def load_everyday() -> list[dict]:
-    """30 everyday sentences written by hand, outside the generator's templates, whose every
+    """30 everyday sentences written by hand, none of them a training sentence, whose every
     English word and every Russian word occurs in train: {"en": ..., "ru": ...} dicts."""
     return _read(f"{EVERYDAY}.tsv", ("en", "ru"))
 
