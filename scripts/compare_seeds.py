@@ -110,23 +110,23 @@ def main(argv=None):
             print(f"seed {seed}, {name}: {seconds:.0f} s; " + ", ".join(
                 f"{k} {v:.1f}" for s, n, k, v in runs if s == seed and n == name), flush=True)
 
-    if args.append and (out / "seed_runs.tsv").exists():
+    if args.append and (out / "seed_runs.tsv").exists():  # read back as written (one decimal)
         with open(out / "seed_runs.tsv", encoding="utf-8") as f:
             kept = [(int(r["seed"]), r["model"], r["score"], float(r["value"]))
                     for r in csv.DictReader(f, delimiter="\t") if int(r["seed"]) not in args.seeds]
-        runs = kept + runs
+        runs = sorted(kept + runs, key=lambda run: run[0])  # by seed, each seed's rows in order
     with open(out / "seed_runs.tsv", "w", encoding="utf-8", newline="") as f:
         w = csv.writer(f, delimiter="\t", lineterminator="\n")
         w.writerow(["seed", "model", "score", "value"])
-        w.writerows((s, n, k, f"{v:.1f}") for s, n, k, v in runs)
+        w.writerows((s, n, k, T.one_decimal(v)) for s, n, k, v in runs)
     keys = list(dict.fromkeys((n, k) for _, n, k, _ in runs))
     with open(out / "seed_table.tsv", "w", encoding="utf-8", newline="") as f:
         w = csv.writer(f, delimiter="\t", lineterminator="\n")
         w.writerow(["model", "score", "seeds", "mean", "min", "max"])
         for n, k in keys:
             values = [v for _, m, s, v in runs if (m, s) == (n, k)]
-            w.writerow([n, k, len(values), f"{statistics.mean(values):.1f}",
-                        f"{min(values):.1f}", f"{max(values):.1f}"])
+            w.writerow([n, k, len(values), T.one_decimal(statistics.mean(values)),
+                        T.one_decimal(min(values)), T.one_decimal(max(values))])
     print(f"wrote {out / 'seed_runs.tsv'} and {out / 'seed_table.tsv'}")
     return 0
 

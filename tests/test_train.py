@@ -411,3 +411,18 @@ def test_f_cross_entropy_is_the_reference():
     ref = F.cross_entropy(scores.reshape(-1, VOCAB), targets.reshape(-1), ignore_index=PAD,
                           label_smoothing=0.2, reduction="sum")
     assert T.loss_sum(scores, targets, PAD, 0.2).item() == pytest.approx(ref.item())
+
+
+def test_one_decimal_never_writes_100_for_a_score_below_100():
+    assert T.one_decimal(99.96) == "99.9"  # .1f alone would write 100.0
+    assert T.one_decimal(99.94) == "99.9"
+    assert T.one_decimal(100) == "100.0"
+    assert T.one_decimal(98.56) == "98.6"  # otherwise rounded as usual
+    assert T.one_decimal(7) == "7.0"
+
+
+def test_one_decimal_rejects_what_is_not_a_number():
+    with pytest.raises(TypeError, match="score must be a number"):
+        T.one_decimal("99.9")
+    with pytest.raises(ValueError, match="finite"):
+        T.one_decimal(float("nan"))

@@ -670,3 +670,14 @@ def corpus_scores(hypotheses, references):
         "chrf": sacrebleu.corpus_chrf(hypotheses, [references]).score,
         "bleu": sacrebleu.corpus_bleu(hypotheses, [references]).score,
     }
+
+
+def one_decimal(score) -> str:
+    """A score in percent written to one decimal, where a score below 100 never reads 100.0.
+
+    `f"{99.96:.1f}"` is "100.0", which would hide that some sentence was wrong; this writes
+    "99.9" for it. Every other score is rounded as usual (98.56 -> "98.6", 100 -> "100.0").
+    """
+    score = _check_real(score, "score")
+    text = f"{score:.1f}"
+    return "99.9" if text == "100.0" and score < 100 else text
