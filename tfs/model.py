@@ -957,9 +957,9 @@ class KVCache:
     d_model). Pass it to `model.decode(new_token, memory, src, cache)`, one token (B, 1) per
     call: each attention appends to its own part (the cross-attention projects the memory
     at the first call). `length` counts the positions fed so far. After t steps the
-    self-attention part holds 2 * N * t * d_model numbers per sentence (keys and values, N
-    decoder layers): `numel("self")` counts the real tensors, `keys_values("self")` returns
-    them.
+    self-attention part holds 2 * N * t * n_kv_heads * d_k numbers per sentence (keys and
+    values, N decoder layers; 2 * N * t * d_model without grouped-query attention):
+    `numel("self")` counts the real tensors, `keys_values("self")` returns them.
     """
 
     def __init__(self, model, memory, max_len):
@@ -994,7 +994,8 @@ class KVCache:
         return [(c.cross_attention.keys, c.cross_attention.values) for c in self.layers]
 
     def numel(self, kind="self"):
-        """How many numbers the cache holds: 2 * N * t * d_model per sentence for "self"."""
+        """How many numbers the filled part holds: 2 * N * t * n_kv_heads * d_k per sentence
+        for "self" (2 * N * t * d_model without grouped-query attention)."""
         return sum(k.numel() + v.numel() for k, v in self.keys_values(kind))
 
     def reorder(self, index):
