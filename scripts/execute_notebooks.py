@@ -19,6 +19,19 @@ import nbformat
 from nbclient import NotebookClient
 
 
+def coalesce_streams(outputs: list) -> list:
+    """Join consecutive stdout (or stderr) outputs into one, as a reader's Jupyter shows them."""
+    joined: list = []
+    for output in outputs:
+        previous = joined[-1] if joined else None
+        if (output.output_type == "stream" and previous is not None
+                and previous.output_type == "stream" and previous.name == output.name):
+            previous.text += output.text
+        else:
+            joined.append(output)
+    return joined
+
+
 def execute(path: Path, timeout: int) -> float:
     notebook = nbformat.read(path, as_version=4)
     start = time.perf_counter()
@@ -40,6 +53,8 @@ def execute(path: Path, timeout: int) -> float:
     for cell in notebook.cells:
         cell.metadata.pop("execution", None)
         cell.metadata.pop("papermill", None)
+        if cell.cell_type == "code":
+            cell.outputs = coalesce_streams(cell.outputs)
     nbformat.write(notebook, path)
     return seconds
 

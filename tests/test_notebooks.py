@@ -103,6 +103,41 @@ def test_stored_outputs_are_clean(path):
             assert "\r" not in text and "it/s]" not in text, f"progress-bar residue in {where}"
 
 
+def split_streams(cell):
+    """Consecutive outputs of one stream: Jupyter shows them as one, a dump as several."""
+    outputs = cell.get("outputs", [])
+    return sum(a["output_type"] == b["output_type"] == "stream" and a["name"] == b["name"]
+               for a, b in zip(outputs, outputs[1:], strict=False))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_stored_streams_are_joined(path):
+    for cell in code_cells(load(path)):
+        assert split_streams(cell) == 0, (
+            f"split stream outputs in cell starting {source(cell)[:60]!r}: "
+            "re-execute with scripts/execute_notebooks.py, which joins them")
+
+
+def test_the_execute_script_joins_split_streams():
+    import importlib.util
+
+    import nbformat
+
+    spec = importlib.util.spec_from_file_location(
+        "execute_notebooks", ROOT / "scripts" / "execute_notebooks.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    stream = nbformat.v4.new_output
+    cell = nbformat.v4.new_code_cell(outputs=[
+        stream("stream", name="stdout", text="a\n"), stream("stream", name="stdout", text="b\n"),
+        stream("display_data", data={"text/plain": "x"}),
+        stream("stream", name="stdout", text="c\n"), stream("stream", name="stderr", text="d\n")])
+    assert split_streams(cell) == 1
+    joined = script.coalesce_streams(cell.outputs)
+    assert [o.get("text") for o in joined] == ["a\nb\n", None, "c\n", "d\n"]
+    assert split_streams({"outputs": joined}) == 0
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_excused_cells_say_why_in_their_metadata(path):
     """nbval honours the cell tag `nbval-ignore-output`; the reason sits beside it in the
