@@ -17,19 +17,14 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
 
-def coalesce_streams(outputs: list) -> list:
-    """Join consecutive stdout (or stderr) outputs into one, as a reader's Jupyter shows them."""
-    joined: list = []
-    for output in outputs:
-        previous = joined[-1] if joined else None
-        if (output.output_type == "stream" and previous is not None
-                and previous.output_type == "stream" and previous.name == output.name):
-            previous.text += output.text
-        else:
-            joined.append(output)
-    return joined
+def join_streams(notebook):
+    """Join consecutive outputs of one stream, as a reader's Jupyter shows them (nbconvert's
+    preprocessor: a print that flushes twice would otherwise be stored as two outputs)."""
+    notebook, _ = CoalesceStreamsPreprocessor().preprocess(notebook, {})
+    return notebook
 
 
 def execute(path: Path, timeout: int) -> float:
@@ -53,9 +48,7 @@ def execute(path: Path, timeout: int) -> float:
     for cell in notebook.cells:
         cell.metadata.pop("execution", None)
         cell.metadata.pop("papermill", None)
-        if cell.cell_type == "code":
-            cell.outputs = coalesce_streams(cell.outputs)
-    nbformat.write(notebook, path)
+    nbformat.write(join_streams(notebook), path)
     return seconds
 
 

@@ -133,9 +133,9 @@ def test_the_execute_script_joins_split_streams():
         stream("display_data", data={"text/plain": "x"}),
         stream("stream", name="stdout", text="c\n"), stream("stream", name="stderr", text="d\n")])
     assert split_streams(cell) == 1
-    joined = script.coalesce_streams(cell.outputs)
-    assert [o.get("text") for o in joined] == ["a\nb\n", None, "c\n", "d\n"]
-    assert split_streams({"outputs": joined}) == 0
+    joined = script.join_streams(nbformat.v4.new_notebook(cells=[cell])).cells[0]
+    assert [o.get("text") for o in joined.outputs] == ["a\nb\n", None, "c\n", "d\n"]
+    assert split_streams(joined) == 0
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
